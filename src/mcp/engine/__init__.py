@@ -1,0 +1,1 @@
+"""The native PyTorch engine: model layers, quantized weights, KV cache, scheduler, sampler."""
