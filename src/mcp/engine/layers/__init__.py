@@ -1,0 +1,1 @@
+"""Building blocks of a decoder: norms, rotary embeddings, attention, MLP."""

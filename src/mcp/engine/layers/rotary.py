@@ -1,0 +1,74 @@
+"""Rotary position embeddings in the rotate-half layout, with precomputed cos/sin tables.
+
+The ``.mcp`` compiler stores Q/K rows in Hugging Face's layout, so one convention serves
+GGUF and HF sources alike. Tables cover every position up to the context length once, at
+load; a step only gathers rows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
+
+
+def inverse_frequencies(
+    arch: ArchitectureConfig, freq_factors: torch.Tensor | None = None
+) -> torch.Tensor:
+    """RoPE inverse frequencies [head_dim / 2], scaled as the config asks."""
+    dim = arch.head_dim
+    exponents = torch.arange(0, dim, 2, dtype=torch.int64).to(torch.float32) / dim
+    inv_freq = 1.0 / (arch.rope_theta**exponents)
+    scaling = arch.rope_scaling
+    if scaling is None:
+        return inv_freq
+    if scaling.kind == "linear":
+        return inv_freq / scaling.factor
+    if scaling.kind == "llama3":
+        return _llama3_scaled(inv_freq, scaling)
+    if scaling.kind == "freq_factors":
+        if freq_factors is None:
+            raise ValueError("rope scaling 'freq_factors' needs the model.rope_freqs tensor")
+        return inv_freq / freq_factors.to(torch.float32)
+    raise ValueError(f"unknown rope scaling kind {scaling.kind!r}")
+
+
+def _llama3_scaled(inv_freq: torch.Tensor, scaling: RopeScaling) -> torch.Tensor:
+    old_context = scaling.original_max_position_embeddings
+    low_freq_wavelen = old_context / scaling.low_freq_factor
+    high_freq_wavelen = old_context / scaling.high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    scaled = torch.where(wavelen > low_freq_wavelen, inv_freq / scaling.factor, inv_freq)
+    smooth = (old_context / wavelen - scaling.low_freq_factor) / (
+        scaling.high_freq_factor - scaling.low_freq_factor
+    )
+    smoothed = (1 - smooth) * scaled / scaling.factor + smooth * scaled
+    is_medium = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium, smoothed, scaled)
+
+
+class RotaryEmbedding(torch.nn.Module):
+    """Holds cos/sin tables [max_positions, head_dim] and applies them to q and k."""
+
+    def __init__(self, inv_freq: torch.Tensor, max_positions: int, dtype: torch.dtype) -> None:
+        super().__init__()
+        positions = torch.arange(max_positions, dtype=torch.float32)
+        freqs = torch.outer(positions, inv_freq)  # [P, D/2]
+        emb = torch.cat((freqs, freqs), dim=-1)  # [P, D]
+        self.register_buffer("cos", emb.cos().to(dtype), persistent=False)
+        self.register_buffer("sin", emb.sin().to(dtype), persistent=False)
+
+    def forward(
+        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        # q: [B, H, T, D], k: [B, KVH, T, D], positions: [B, T]
+        cos = self.cos[positions].unsqueeze(1)  # [B, 1, T, D]
+        sin = self.sin[positions].unsqueeze(1)
+        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+
+
+def _rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)

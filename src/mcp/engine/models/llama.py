@@ -1,0 +1,82 @@
+"""The Llama-family decoder: Llama 2/3, SmolLM2, TinyLlama, Mistral (no sliding window), Qwen2.
+
+RMSNorm, rotary embeddings (with llama3/linear/frequency-factor scaling), grouped-query
+attention with optional q/k/v bias, SwiGLU, tied or separate output head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from mcp.engine.kv.cache import KVCache
+from mcp.engine.layers.attention import Attention
+from mcp.engine.layers.linear import Linear
+from mcp.engine.layers.mlp import SwiGLU
+from mcp.engine.layers.norm import RMSNorm
+from mcp.engine.layers.rotary import RotaryEmbedding, inverse_frequencies
+from mcp.modelfile.spec import ArchitectureConfig
+
+Weights = Mapping[str, torch.Tensor]
+
+
+class DecoderLayer(torch.nn.Module):
+    def __init__(self, arch: ArchitectureConfig, weights: Weights, prefix: str) -> None:
+        super().__init__()
+        eps = arch.rms_norm_eps
+        self.input_layernorm = RMSNorm(weights[f"{prefix}.input_layernorm.weight"], eps)
+        self.self_attn = Attention(
+            *(_linear(weights, f"{prefix}.self_attn.{p}_proj") for p in ("q", "k", "v", "o")),
+            num_heads=arch.num_attention_heads,
+            num_kv_heads=arch.num_kv_heads,
+            head_dim=arch.head_dim,
+        )
+        self.post_attention_layernorm = RMSNorm(
+            weights[f"{prefix}.post_attention_layernorm.weight"], eps
+        )
+        self.mlp = SwiGLU(*(_linear(weights, f"{prefix}.mlp.{p}_proj") for p in ("gate", "up", "down")))
+
+    def forward(self, x, positions, rotary, cache, start):
+        x = x + self.self_attn(self.input_layernorm(x), positions, rotary, cache, start)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaForCausalLM(torch.nn.Module):
+    def __init__(
+        self, arch: ArchitectureConfig, weights: Weights, max_positions: int, dtype: torch.dtype
+    ) -> None:
+        super().__init__()
+        self.arch = arch
+        self.dtype = dtype
+        self.embed_tokens = torch.nn.Parameter(weights["model.embed_tokens.weight"], requires_grad=False)
+        self.layers = torch.nn.ModuleList(
+            DecoderLayer(arch, weights, f"model.layers.{i}") for i in range(arch.num_layers)
+        )
+        self.norm = RMSNorm(weights["model.norm.weight"], arch.rms_norm_eps)
+        head = weights.get("lm_head.weight")
+        self.lm_head = Linear(self.embed_tokens if head is None else head)
+        inv_freq = inverse_frequencies(arch, weights.get("model.rope_freqs"))
+        self.rotary = RotaryEmbedding(inv_freq, max_positions, dtype).to(self.embed_tokens.device)
+
+    def new_cache(self, batch_size: int, max_len: int) -> KVCache:
+        arch = self.arch
+        return KVCache(arch.num_layers, batch_size, arch.num_kv_heads, max_len, arch.head_dim,
+                       self.dtype, self.embed_tokens.device)
+
+    def forward(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, cache: KVCache, start: int
+    ) -> torch.Tensor:
+        """Run the new tokens [B, T] through the decoder; returns final hidden states [B, T, hidden]."""
+        x = torch.nn.functional.embedding(input_ids, self.embed_tokens).to(self.dtype)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, positions, self.rotary, cache[i], start)
+        return self.norm(x)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Output head over hidden states [..., hidden] -> fp32 logits [..., vocab]."""
+        return self.lm_head(hidden).to(torch.float32)
+
+
+def _linear(weights: Weights, prefix: str) -> Linear:
+    return Linear(weights[f"{prefix}.weight"], weights.get(f"{prefix}.bias"))

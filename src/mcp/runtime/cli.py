@@ -1,0 +1,123 @@
+"""The ``mcp2026`` command line: pull, compile, inspect, run.
+
+Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
+bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from mcp.runtime.errors import MCPError
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "handler"):
+        parser.print_help()
+        return 1
+    try:
+        return args.handler(args) or 0
+    except MCPError as exc:
+        print(f"mcp2026: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcp2026", description="MCP 2026 inference runtime")
+    parser.add_argument("--version", action="version", version=f"mcp2026 {_version()}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    pull = commands.add_parser("pull", help="fetch a catalog model and compile it to .mcp")
+    pull.add_argument("name", nargs="?", help="catalog name, e.g. smollm2-135m-instruct")
+    pull.add_argument("--list", action="store_true", help="list the catalog")
+    pull.add_argument("--force", action="store_true", help="recompile even if cached")
+    pull.set_defaults(handler=_pull)
+
+    compile_ = commands.add_parser("compile", help="compile a GGUF file or HF folder to .mcp")
+    compile_.add_argument("source", type=Path)
+    compile_.add_argument("-o", "--output", type=Path, required=True)
+    compile_.add_argument("--precision", default="source", choices=("source", "fp32", "f16", "bf16"))
+    compile_.add_argument("--name", help="model name recorded in the header")
+    compile_.add_argument("--license", help="license recorded in the lineage")
+    compile_.set_defaults(handler=_compile)
+
+    inspect = commands.add_parser("inspect", help="print a .mcp file's header, tensors, plan, lineage")
+    inspect.add_argument("file", type=Path)
+    inspect.add_argument("--verify", action="store_true", help="check every tensor's sha256")
+    inspect.add_argument("--plan", action="store_true", help="show only the precision plan")
+    inspect.set_defaults(handler=_inspect)
+
+    run = commands.add_parser("run", help="answer one prompt with a model")
+    run.add_argument("model", help="a .mcp path or a catalog name")
+    run.add_argument("prompt")
+    run.add_argument("--config", type=Path, help="an mcp-config.yaml")
+    run.add_argument("--max-tokens", type=int)
+    run.add_argument("--temperature", type=float)
+    run.add_argument("--seed", type=int)
+    run.add_argument("--raw", action="store_true", help="do not apply the chat template")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def _pull(args: argparse.Namespace) -> int:
+    from mcp.modelfile import catalog
+
+    if args.list or not args.name:
+        for entry in catalog.CATALOG.values():
+            print(f"{entry.name:28} {entry.description} [{entry.license}]")
+        return 0
+    path = catalog.pull(args.name, force=args.force)
+    print(path)
+    return 0
+
+
+def _compile(args: argparse.Namespace) -> int:
+    from mcp.modelfile.compiler import compile_model
+
+    header = compile_model(args.source, args.output, precision=args.precision,
+                           name=args.name, license=args.license)
+    print(f"wrote {args.output} ({len(header.tensors)} tensors, {header.architecture.variant})")
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from mcp.modelfile.inspect import describe
+    from mcp.modelfile.reader import open_model
+
+    with open_model(args.file, verify=args.verify) as model_file:
+        print(describe(model_file, show_plan=True, show_tensors=not args.plan))
+        if args.verify:
+            print("verify: every tensor matches its sha256")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from mcp.runtime.session import Session
+
+    session = Session.from_config(args.config) if args.config else Session()
+    with session:
+        model = session.load_model(args.model)
+        options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
+        for delta in model.stream(args.prompt, raw=args.raw, **options):
+            print(delta, end="", flush=True)
+        print()
+    return 0
+
+
+def _version() -> str:
+    try:
+        return version("mcp2026")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

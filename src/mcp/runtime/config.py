@@ -1,0 +1,143 @@
+"""``mcp-config.yaml``: its schema (pydantic, at the edge) and the frozen config used inside.
+
+The YAML is validated once by ``load_config``; a wrong key or type is a ``ConfigError``
+naming the key (``runtime.num_threads: ...``). Everything below the SDK gets the frozen
+dataclasses. The schema is documented in docs/config.md.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+import yaml
+
+from mcp.runtime.errors import ConfigError
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class RuntimeSection(_Strict):
+    device: str = "auto"
+    num_threads: int | Literal["auto"] = "auto"
+    precision: Literal["auto", "fp32", "bf16", "f16"] = "auto"
+    max_context: int | Literal["auto"] = "auto"
+    verify_models: bool = False
+    model_dir: str | None = None
+    cache_dir: str | None = None
+
+
+class GenerationSection(_Strict):
+    max_tokens: int = pydantic.Field(256, gt=0)
+    temperature: float = pydantic.Field(0.7, ge=0)
+    top_p: float = pydantic.Field(1.0, gt=0, le=1)
+    top_k: int = pydantic.Field(0, ge=0)
+    min_p: float = pydantic.Field(0.0, ge=0, lt=1)
+    repetition_penalty: float = pydantic.Field(1.0, gt=0)
+    presence_penalty: float = pydantic.Field(0.0, ge=-2, le=2)
+    frequency_penalty: float = pydantic.Field(0.0, ge=-2, le=2)
+    seed: int | None = None
+    stop: list[str] = []
+
+
+class ConfigFile(_Strict):
+    version: Literal[1] = 1
+    runtime: RuntimeSection = RuntimeSection()
+    generation: GenerationSection = GenerationSection()
+
+
+@dataclass(frozen=True)
+class GenerationDefaults:
+    """Defaults for ``Model.infer`` arguments the caller leaves out."""
+
+    max_tokens: int = 256
+    temperature: float = 0.7
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """The resolved configuration of a Session."""
+
+    device: str = "auto"
+    num_threads: int | None = None  # None: all cores this process may use
+    precision: str = "auto"
+    max_context: int | None = None
+    verify_models: bool = False
+    model_dir: Path = field(default_factory=Path.cwd)
+    cache_dir: Path | None = None  # None: $MCP_HOME or ~/.cache/mcp2026
+    generation: GenerationDefaults = GenerationDefaults()
+
+
+def load_config(path: str | os.PathLike) -> RuntimeConfig:
+    """Read and validate an ``mcp-config.yaml``; relative paths resolve against its folder."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    return config_from_dict({} if data is None else data, base_dir=path.parent.resolve(), source=str(path))
+
+
+def config_from_dict(data: Any, base_dir: Path | None = None, source: str = "config") -> RuntimeConfig:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping, got {type(data).__name__}")
+    try:
+        parsed = ConfigFile.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{source}: {_describe(exc)}") from None
+    return _resolve(parsed, base_dir or Path.cwd(), source)
+
+
+def _describe(exc: pydantic.ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"] if not _is_union_branch(part))
+        if error["type"] == "extra_forbidden":
+            problems.append(f"{key}: unknown key")
+        else:
+            problems.append(f"{key}: {error['msg']} (got {error.get('input')!r})")
+    return "; ".join(dict.fromkeys(problems))
+
+
+def _is_union_branch(part: Any) -> bool:
+    """pydantic appends the union member tried (``int``, ``literal['auto']``) to the location."""
+    return part in ("int", "float", "str", "bool") or str(part).startswith("literal[")
+
+
+def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
+    rt = parsed.runtime
+    for key in ("num_threads", "max_context"):
+        value = getattr(rt, key)
+        if value != "auto" and value <= 0:
+            raise ConfigError(f"{source}: runtime.{key}: must be a positive integer or auto (got {value})")
+    gen = parsed.generation.model_dump()
+    gen["stop"] = tuple(gen["stop"])
+    return RuntimeConfig(
+        device=rt.device,
+        num_threads=None if rt.num_threads == "auto" else rt.num_threads,
+        precision=rt.precision,
+        max_context=None if rt.max_context == "auto" else rt.max_context,
+        verify_models=rt.verify_models,
+        model_dir=(base_dir / rt.model_dir).resolve() if rt.model_dir else base_dir,
+        cache_dir=(base_dir / rt.cache_dir).resolve() if rt.cache_dir else None,
+        generation=GenerationDefaults(**gen),
+    )

@@ -1,0 +1,47 @@
+"""What an inference returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Seconds: time to first token, mean time per output token after it, and in all."""
+
+    ttft_s: float
+    tpot_s: float
+    total_s: float
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    token_id: int
+    token: str
+    logprob: float
+    top_logprobs: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True)
+class InferResult:
+    """The outcome of ``Model.infer`` / ``Model.chat``."""
+
+    text: str
+    token_ids: tuple[int, ...]
+    finish_reason: str  # "stop" | "length" | "cancelled"
+    usage: Usage
+    timings: Timings
+    backend: str
+    precision: str
+    model: str
+    logprobs: tuple[TokenLogprob, ...] | None = None

@@ -1,0 +1,123 @@
+"""``Session``: the SDK's entry point. It owns the config and the models it loaded.
+
+    from mcp.runtime import Session
+    session = Session.from_config("mcp-config.yaml")
+    model = session.load_model("smollm2-135m-instruct.mcp")
+    result = model.infer(prompt="Explain quantum entanglement in simple terms.",
+                         max_tokens=128, temperature=0.7)
+    print(result.text)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import torch
+
+from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.modelfile import catalog
+from mcp.modelfile.reader import open_model
+from mcp.runtime.config import RuntimeConfig, load_config
+from mcp.runtime.errors import ConfigError, ModelNotFoundError
+from mcp.runtime.model import Model
+
+
+class Session:
+    """Loads models and holds them until unloaded or the session closes."""
+
+    def __init__(self, config: RuntimeConfig | None = None) -> None:
+        self.config = config or RuntimeConfig()
+        self._models: dict[str, Model] = {}
+        self._lock = threading.Lock()
+        if self.config.num_threads is not None:
+            torch.set_num_threads(self.config.num_threads)
+
+    @classmethod
+    def from_config(cls, path: str | os.PathLike) -> Session:
+        """A session configured by an ``mcp-config.yaml`` (see docs/config.md)."""
+        return cls(load_config(path))
+
+    @property
+    def models(self) -> dict[str, Model]:
+        with self._lock:
+            return dict(self._models)
+
+    def load_model(
+        self,
+        model: str | os.PathLike,
+        *,
+        name: str | None = None,
+        verify: bool | None = None,
+        precision: str | None = None,
+        device: str | None = None,
+    ) -> Model:
+        """Load a ``.mcp`` file (a path, relative to the config's model_dir) or a catalog name.
+
+        A catalog name (``mcp2026 pull --list``) is fetched and compiled on first use.
+        """
+        path = self._resolve(model)
+        key = name or _catalog_name(path)
+        with self._lock:
+            if key in self._models:
+                raise ConfigError(
+                    f"a model named {key!r} is already loaded in this session; "
+                    "unload it first or pass name=... to load another copy"
+                )
+        options = EngineOptions(
+            device=device or self.config.device,
+            precision=precision or self.config.precision,
+            max_context=self.config.max_context,
+        )
+        check = self.config.verify_models if verify is None else verify
+        with open_model(path, verify=check) as model_file:
+            engine = NativeEngine(model_file, options)
+        loaded = Model(key, path, engine, self.config.generation)
+        with self._lock:
+            self._models[key] = loaded
+        return loaded
+
+    def unload_model(self, model: Model | str) -> None:
+        """Free a model's weights; later calls on it raise a clear error."""
+        key = model.name if isinstance(model, Model) else model
+        with self._lock:
+            loaded = self._models.pop(key, None)
+        if loaded is None:
+            raise ModelNotFoundError(f"no model named {key!r} is loaded; loaded: {sorted(self._models)}")
+        loaded._unload()
+
+    def close(self) -> None:
+        for key in list(self.models):
+            self.unload_model(key)
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _resolve(self, model: str | os.PathLike) -> Path:
+        if not isinstance(model, (str, os.PathLike)):
+            raise ModelNotFoundError(f"model must be a path or a catalog name, got {type(model).__name__}")
+        path = Path(model).expanduser()
+        candidates = [path] if path.is_absolute() else [self.config.model_dir / path, Path.cwd() / path]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate.resolve()
+        home = self.config.cache_dir
+        cached = catalog.compiled_path(_catalog_name(path), home)
+        if cached.is_file():
+            return cached
+        if _catalog_name(path) in catalog.CATALOG:
+            return catalog.pull(_catalog_name(path), home)
+        looked = ", ".join(str(c) for c in dict.fromkeys([*candidates, cached]))
+        raise ModelNotFoundError(
+            f"model {str(model)!r} not found (looked in {looked}) and it is not a catalog name "
+            f"({', '.join(sorted(catalog.CATALOG))}); give the path of a .mcp file"
+        )
+
+
+def _catalog_name(path: Path) -> str:
+    """``smollm2-135m-instruct.mcp`` and ``smollm2-135m-instruct`` both name the catalog entry."""
+    return path.name[: -len(".mcp")] if path.name.endswith(".mcp") else path.name
