@@ -38,3 +38,25 @@ def hf_smollm2(smollm2_gguf: Path):
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
     return model.eval(), tokenizer
+
+
+def _hf_greedy(hf_model, ids: list[int], num_tokens: int) -> list[int]:
+    """Greedy decoding by transformers' own forward pass over the whole sequence each step.
+
+    No KV cache and EOS not special: generate() stops at EOS whatever it is told, and
+    min_new_tokens would mask EOS out of the logits and so change the argmax.
+    """
+    import torch
+
+    sequence = list(ids)
+    with torch.inference_mode():
+        for _ in range(num_tokens):
+            logits = hf_model(torch.tensor([sequence]), use_cache=False).logits
+            sequence.append(int(logits[0, -1].argmax()))
+    return sequence[len(ids):]
+
+
+@pytest.fixture(scope="session")
+def hf_greedy():
+    """transformers' greedy continuation: hf_greedy(model, prompt_ids, num_tokens) -> ids."""
+    return _hf_greedy

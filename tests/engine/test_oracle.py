@@ -7,6 +7,7 @@ greedy continuations token for token.
 
 from __future__ import annotations
 
+
 import pytest
 import torch
 
@@ -48,7 +49,6 @@ def _prompt_ids(hf_tokenizer, prompt) -> list[int]:
 
 ALL_PROMPTS = RAW_PROMPTS + CHAT_MESSAGES
 
-
 @pytest.mark.parametrize("prompt", ALL_PROMPTS, ids=[f"p{i}" for i in range(len(ALL_PROMPTS))])
 def test_last_position_logits_match_transformers(engine, hf_smollm2, prompt):
     hf_model, hf_tokenizer = hf_smollm2
@@ -64,16 +64,11 @@ def test_last_position_logits_match_transformers(engine, hf_smollm2, prompt):
 
 
 @pytest.mark.parametrize("prompt", ALL_PROMPTS, ids=[f"p{i}" for i in range(len(ALL_PROMPTS))])
-def test_greedy_continuation_matches_transformers(engine, hf_smollm2, prompt):
+def test_greedy_continuation_matches_transformers(engine, hf_smollm2, hf_greedy, prompt):
     hf_model, hf_tokenizer = hf_smollm2
     ids = _prompt_ids(hf_tokenizer, prompt)
     params = SamplingParams(max_tokens=32, temperature=0.0, ignore_eos=True)
     ours = [step.token_id for step in engine.generator.generate(ids, params)]
-    with torch.inference_mode():
-        out = hf_model.generate(
-            torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            max_new_tokens=32, min_new_tokens=32, do_sample=False, pad_token_id=0,
-        )
-    theirs = out[0, len(ids):].tolist()
+    theirs = hf_greedy(hf_model, ids, 32)
     assert len(ours) == 32
     assert ours == theirs, f"first divergence at {next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b)}"

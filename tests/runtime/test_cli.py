@@ -46,8 +46,10 @@ def test_compile_inspect_and_run(tmp_path, smollm2_gguf):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("inspect", "/nonexistent/model.mcp"), "does not exist"),
-        (("compile", "/nonexistent/model.gguf", "-o", "x.mcp"), "does not exist"),
+        (("inspect", "/nonexistent/model.mcp"), "/nonexistent/model.mcp: no such model file"),
+        (("compile", "/nonexistent/model.gguf", "-o", "x.mcp"), "no such file or folder to compile"),
+        (("compile", "/etc/hostname", "-o", "x.mcp"), "not a GGUF file"),
+        (("inspect", "/etc/hostname"), "not a .mcp file"),
         (("pull", "no-such-model"), "not in the model catalog"),
     ],
 )

@@ -43,7 +43,9 @@ class Tokenizer:
         try:
             backend = tokenizers.Tokenizer.from_str(spec.tokenizer_json)
         except Exception as exc:  # tokenizers raises plain Exception on a bad serialization
-            raise ModelFormatError(f"the model's tokenizer cannot be loaded ({exc}); recompile the model") from None
+            raise ModelFormatError(
+                f"the model's tokenizer cannot be loaded ({exc}); recompile the model"
+            ) from None
         backend.no_truncation()
         backend.no_padding()
         backend.post_processor = _special_tokens_processor(spec)
@@ -56,8 +58,11 @@ class Tokenizer:
         return self._backend.encode(text, add_special_tokens=add_special_tokens).ids
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
-        """The text of ``ids``."""
-        return self._backend.decode(list(ids), skip_special_tokens=skip_special_tokens)
+        """The text of ``ids`` (ids outside the vocabulary decode to nothing)."""
+        try:
+            return self._backend.decode(list(ids), skip_special_tokens=skip_special_tokens)
+        except (OverflowError, TypeError) as exc:
+            raise InvalidRequestError(f"token ids must be non-negative integers ({exc})") from None
 
     def apply_chat_template(
         self,
@@ -150,7 +155,8 @@ def _checked_messages(messages: Any) -> list[dict[str, Any]]:
     """Plain-dict copies of the messages, after checking each has string role and content."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidRequestError(
-            f"messages must be a list of {{'role': ..., 'content': ...}} objects, got {type(messages).__name__}"
+            "messages must be a list of {'role': ..., 'content': ...} objects, "
+            f"got {type(messages).__name__}"
         )
     if not messages:
         raise InvalidRequestError("messages is empty; send at least one message")
@@ -160,9 +166,14 @@ def _checked_messages(messages: Any) -> list[dict[str, Any]]:
                 f"messages[{index}] must be an object with 'role' and 'content', got {type(message).__name__}"
             )
         for key in ("role", "content"):
-            if not isinstance(message.get(key), str):
-                found = "missing" if key not in message else f"a {type(message[key]).__name__}"
-                raise InvalidRequestError(f"messages[{index}].{key} must be a string, but it is {found}")
+            if key not in message:
+                raise InvalidRequestError(
+                    f"messages[{index}] has no '{key}'; every message needs a string 'role' and 'content'"
+                )
+            if not isinstance(message[key], str):
+                raise InvalidRequestError(
+                    f"messages[{index}].{key} must be a string, got {type(message[key]).__name__}"
+                )
     return [dict(message) for message in messages]
 
 
@@ -185,9 +196,17 @@ def _raise_exception(message: str) -> None:
     raise InvalidRequestError(f"the chat template rejected these messages: {message}")
 
 
-def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None,
-            separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
-    return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    """transformers' ``tojson``: keeps non-ASCII text and HTML characters as they are."""
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
 
 
 def _strftime_now(fmt: str) -> str:
@@ -204,4 +223,6 @@ def _compile_chat_template(source: str) -> jinja2.Template:
     try:
         return environment.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
-        raise ModelFormatError(f"the model's chat template is not valid Jinja (line {exc.lineno}: {exc.message})") from None
+        raise ModelFormatError(
+            f"the model's chat template is not valid Jinja (line {exc.lineno}: {exc.message})"
+        ) from None

@@ -1,0 +1,203 @@
+"""Read a GGUF file as a compile source: metadata, tokenizer, tensors renamed and re-laid out.
+
+GGUF names (``blk.N.attn_q.weight``) become Hugging Face Llama names. ``gguf.GGUFReader``
+memory-maps the file and gives each tensor's data in numpy order (ggml's ``ne`` reversed),
+which is already torch ``Linear`` layout (out, in); block types come as uint8
+``[rows, row_bytes]``, the ``.mcp`` stored shape. For GGUF architecture "llama" llama.cpp's
+converter permuted the rows of Q and K (its RoPE pairs adjacent elements); they are put back
+in Hugging Face (rotate_half) order here, which works on whole rows, so blocks stay intact.
+"qwen2" GGUFs are not permuted by llama.cpp and are taken as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gguf import GGMLQuantizationType, GGUFReader, ReaderTensor
+
+from mcp.modelfile.compiler import SourceModel, SourceTensor, TensorValue, file_sha256
+from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
+from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, stored_shape
+from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
+
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
+TENSOR_ENCODINGS = {
+    GGMLQuantizationType.F32: "f32",
+    GGMLQuantizationType.F16: "f16",
+    GGMLQuantizationType.BF16: "bf16",
+    GGMLQuantizationType.Q4_0: "q4_0",
+    GGMLQuantizationType.Q4_1: "q4_1",
+    GGMLQuantizationType.Q8_0: "q8_0",
+    GGMLQuantizationType.Q4_K: "q4_k",
+    GGMLQuantizationType.Q5_K: "q5_k",
+    GGMLQuantizationType.Q6_K: "q6_k",
+}
+_GLOBAL_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+    "rope_freqs.weight": "model.rope_freqs",
+}
+_LAYER_NAMES = {
+    "attn_norm.weight": "input_layernorm.weight",
+    "attn_q.weight": "self_attn.q_proj.weight",
+    "attn_k.weight": "self_attn.k_proj.weight",
+    "attn_v.weight": "self_attn.v_proj.weight",
+    "attn_q.bias": "self_attn.q_proj.bias",
+    "attn_k.bias": "self_attn.k_proj.bias",
+    "attn_v.bias": "self_attn.v_proj.bias",
+    "attn_output.weight": "self_attn.o_proj.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "ffn_gate.weight": "mlp.gate_proj.weight",
+    "ffn_up.weight": "mlp.up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
+_LAYER_PATTERN = re.compile(r"blk\.(\d+)\.(.+)")
+_REQUIRED = object()
+
+
+def load_gguf(path: Path) -> SourceModel:
+    """Read ``path`` (a GGUF file) into a ``SourceModel``; tensor data stays memory-mapped."""
+    reader = _open_reader(path)
+    arch_name = _field(path, reader, "general.architecture")
+    if arch_name not in SUPPORTED_ARCHITECTURES:
+        raise UnsupportedModelError(
+            f"{path}: GGUF architecture {arch_name!r} is not supported; supported: "
+            f"{', '.join(SUPPORTED_ARCHITECTURES)}"
+        )
+    by_name = {t.name: t for t in reader.tensors}
+    architecture = _architecture(path, reader, arch_name, by_name)
+    permuted = arch_name == "llama"
+    tensors = tuple(_source_tensor(path, t, architecture, permuted) for t in reader.tensors)
+    return SourceModel(
+        name=path.name,
+        format="gguf",
+        sha256=file_sha256(path),
+        architecture=architecture,
+        tokenizer=tokenizer_spec_from_gguf(reader),
+        tensors=tensors,
+        license=_field(path, reader, "general.license", None),
+        base_model=_field(path, reader, "general.name", None),
+        recipe={"qk_layout": "unpermuted" if permuted else "native", "source_architecture": arch_name},
+    )
+
+
+def _open_reader(path: Path) -> GGUFReader:
+    try:
+        return GGUFReader(path)
+    except (ValueError, IndexError, KeyError, OSError) as exc:
+        raise ModelFormatError(f"{path}: not a readable GGUF file ({exc})") from None
+
+
+def _field(path: Path, reader: GGUFReader, key: str, default: Any = _REQUIRED) -> Any:
+    field = reader.get_field(key)
+    if field is None:
+        if default is _REQUIRED:
+            raise ModelFormatError(f"{path}: GGUF metadata {key} is missing")
+        return default
+    return field.contents()
+
+
+def _architecture(
+    path: Path, reader: GGUFReader, arch: str, by_name: dict[str, ReaderTensor]
+) -> ArchitectureConfig:
+    def get(key: str, default: Any = _REQUIRED) -> Any:
+        return _field(path, reader, f"{arch}.{key}", default)
+
+    hidden, heads = int(get("embedding_length")), int(get("attention.head_count"))
+    head_dim = int(get("attention.key_length", hidden // heads))
+    rope_dims = int(get("rope.dimension_count", head_dim))
+    if rope_dims != head_dim:
+        raise UnsupportedModelError(
+            f"{path}: partial rotary embeddings ({rope_dims} of {head_dim} dims) are not supported"
+        )
+    return ArchitectureConfig(
+        architecture="llama",
+        variant=arch,
+        vocab_size=len(_field(path, reader, "tokenizer.ggml.tokens")),
+        hidden_size=hidden,
+        intermediate_size=int(get("feed_forward_length")),
+        num_layers=int(get("block_count")),
+        num_attention_heads=heads,
+        num_kv_heads=int(get("attention.head_count_kv", heads)),
+        head_dim=head_dim,
+        max_position_embeddings=int(get("context_length")),
+        rms_norm_eps=float(get("attention.layer_norm_rms_epsilon")),
+        rope_theta=float(get("rope.freq_base", 10000.0)),
+        tie_word_embeddings="output.weight" not in by_name,
+        attention_bias="blk.0.attn_q.bias" in by_name,
+        rope_scaling=_rope_scaling(path, get, "rope_freqs.weight" in by_name),
+    )
+
+
+def _rope_scaling(path: Path, get, has_freq_factors: bool) -> RopeScaling | None:
+    kind = get("rope.scaling.type", None)
+    factor = get("rope.scaling.factor", None)
+    if kind is None and get("rope.scale_linear", None) is not None:
+        kind, factor = "linear", get("rope.scale_linear")
+    if kind in (None, "none") or (kind == "linear" and float(factor or 1.0) == 1.0):
+        kind = None
+    elif kind != "linear":
+        raise UnsupportedModelError(f"{path}: RoPE scaling type {kind!r} is not supported (linear is)")
+    if has_freq_factors:
+        if kind is not None:
+            raise UnsupportedModelError(
+                f"{path}: rope_freqs together with {kind} RoPE scaling is not supported"
+            )
+        return RopeScaling(kind="freq_factors", factor=1.0)
+    return RopeScaling(kind="linear", factor=float(factor)) if kind else None
+
+
+def mcp_name(path: Path, gguf_name: str) -> str:
+    """The Hugging Face name of a GGUF tensor; an unknown one is an ``UnsupportedModelError``."""
+    if gguf_name in _GLOBAL_NAMES:
+        return _GLOBAL_NAMES[gguf_name]
+    match = _LAYER_PATTERN.fullmatch(gguf_name)
+    if match and match.group(2) in _LAYER_NAMES:
+        return f"model.layers.{match.group(1)}.{_LAYER_NAMES[match.group(2)]}"
+    raise UnsupportedModelError(f"{path}: tensor {gguf_name} has no place in a Llama-family model")
+
+
+def _source_tensor(
+    path: Path, tensor: ReaderTensor, arch: ArchitectureConfig, permuted: bool
+) -> SourceTensor:
+    name = mcp_name(path, tensor.name)
+    encoding = TENSOR_ENCODINGS.get(tensor.tensor_type)
+    if encoding is None:
+        raise UnsupportedModelError(
+            f"{path}: tensor {tensor.name} has type {tensor.tensor_type.name}, which is not "
+            f"supported; supported types: {', '.join(t.name for t in TENSOR_ENCODINGS)}"
+        )
+    shape = tuple(int(d) for d in reversed(tensor.shape.tolist()))
+    heads = _permuted_heads(name, arch) if permuted else None
+    return SourceTensor(name, encoding, shape, lambda: _load(tensor, encoding, shape, heads))
+
+
+def _permuted_heads(name: str, arch: ArchitectureConfig) -> int | None:
+    """How many heads llama.cpp permuted this tensor's rows in, or None."""
+    if ".self_attn.q_proj." in name:
+        return arch.num_attention_heads
+    if ".self_attn.k_proj." in name:
+        return arch.num_kv_heads
+    return None
+
+
+def _load(tensor: ReaderTensor, encoding: str, shape: tuple[int, ...], heads: int | None) -> TensorValue:
+    data = tensor.data
+    if encoding == "bf16":  # the reader gives raw bytes; the view needs a writable copy
+        raw = torch.from_numpy(np.array(data)).reshape(-1)
+        value: TensorValue = raw.view(torch.bfloat16).reshape(shape)
+    else:
+        value = data.reshape(stored_shape(encoding, shape))
+    return unpermute_rows(value, heads) if heads else value
+
+
+def unpermute_rows(value: TensorValue, num_heads: int) -> TensorValue:
+    """Undo llama.cpp's Q/K row permutation: per head, rows (0, 2, 4, ..., 1, 3, 5, ...)."""
+    rows = value.shape[0]
+    split = value.reshape(num_heads, rows // num_heads // 2, 2, *value.shape[1:])
+    return split.swapaxes(1, 2).reshape(value.shape)
