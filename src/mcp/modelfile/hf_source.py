@@ -13,7 +13,8 @@ from typing import Any
 
 from safetensors import SafetensorError, safe_open
 
-from mcp.modelfile.compiler import SourceModel, SourceTensor, file_sha256
+from mcp.modelfile.hashing import file_sha256
+from mcp.modelfile.compiler import SourceModel, SourceTensor
 from mcp.modelfile.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
 from mcp.runtime.errors import ModelFormatError, UnsupportedModelError

@@ -38,7 +38,8 @@ PRECISIONS = ("fp32", "bf16", "f16")
 
 @dataclass(frozen=True)
 class RopeScaling:
-    """RoPE frequency scaling; ``kind`` is ``"llama3"`` or ``"linear"``."""
+    """RoPE frequency scaling: ``kind`` is ``"llama3"``, ``"linear"`` or ``"freq_factors"``
+    (a GGUF ``rope_freqs`` tensor, stored as ``model.rope_freqs``, divides the frequencies)."""
 
     kind: str
     factor: float
