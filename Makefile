@@ -21,7 +21,6 @@ mcp-config.yaml:
 	cp examples/mcp-config.yaml $@
 
 demo: $(STAMP) mcp-config.yaml
-	$(BIN)/mcp2026 pull $(MODEL)
 	$(BIN)/mcp2026 inspect --plan $$($(BIN)/mcp2026 pull $(MODEL))
 	$(BIN)/python examples/quickstart.py
 

@@ -48,7 +48,8 @@ def main() -> None:
     gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
     ours, load_ours = _load_ours(gguf)
     hf_model, hf_tokenizer, load_hf = _load_hf(gguf)
-    print(f"load: ours {load_ours:.2f} s (compiled .mcp), transformers {load_hf:.2f} s (GGUF)")
+    print(f"load: ours {load_ours:.2f} s (compiled .mcp), transformers {load_hf:.2f} s (GGUF), "
+          f"ratio transformers/ours {load_hf / load_ours:.1f}x")
     print(f"{'prompt':>6} {'tokens':>6} {'logits MSE':>11} {'max|diff|':>10} {'top-1 agree':>11} {'greedy match':>12}")
     for i, prompt in enumerate(PROMPTS):
         ids = _ids(hf_tokenizer, prompt)

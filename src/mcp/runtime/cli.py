@@ -52,7 +52,7 @@ def _build_parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser("inspect", help="print a .mcp file's header, tensors, plan, lineage")
     inspect.add_argument("file", type=Path)
     inspect.add_argument("--verify", action="store_true", help="check every tensor's sha256")
-    inspect.add_argument("--plan", action="store_true", help="show only the precision plan")
+    inspect.add_argument("--plan", action="store_true", help="leave out the tensor table (header, plan, lineage)")
     inspect.set_defaults(handler=_inspect)
 
     run = commands.add_parser("run", help="answer one prompt with a model")
