@@ -87,3 +87,14 @@ def test_unavailable_device_is_a_config_error(smollm2_mcp):
     with Session(RuntimeConfig(device="tpu")) as session:
         with pytest.raises(ConfigError, match="device must be auto, cpu, cuda or cuda:N"):
             session.load_model(smollm2_mcp)
+
+
+def test_num_threads_is_applied_to_torch():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        Session(RuntimeConfig(num_threads=1))
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)

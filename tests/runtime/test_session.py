@@ -94,6 +94,36 @@ def test_logprobs_are_reported(model):
         assert entry.logprob <= 0
 
 
+def test_open_stream_and_infer_interleave_in_one_thread(model):
+    expected = model.infer(PROMPT, **GREEDY).text
+    stream = model.stream(PROMPT, **GREEDY)
+    first = next(stream)
+    assert model.infer(PROMPT, **GREEDY).text == expected  # no deadlock, no interference
+    assert first + "".join(stream) == expected
+
+
+def test_stream_checks_the_request_before_the_first_token(smollm2_mcp):
+    config = RuntimeConfig(device="cpu", max_context=32)
+    with Session(config) as session:
+        small = session.load_model(smollm2_mcp)
+        with pytest.raises(ContextLengthError):
+            small.stream("word " * 50, raw=True)  # raised by the call, not by next()
+        with pytest.raises(InvalidRequestError, match="max_tokens"):
+            small.stream("hi", max_tokens=0)
+
+
+def test_catalog_name_is_pulled_into_the_cache_on_first_load(smollm2_gguf, tmp_path):
+    sources = tmp_path / "cache" / "sources"
+    sources.mkdir(parents=True)
+    shutil.copyfile(smollm2_gguf, sources / smollm2_gguf.name)  # as a previous download left it
+    config = RuntimeConfig(device="cpu", model_dir=tmp_path, cache_dir=tmp_path / "cache")
+    with Session(config) as session:
+        model = session.load_model("smollm2-135m-instruct.mcp")
+        assert model.path == tmp_path / "cache" / "models" / "smollm2-135m-instruct.mcp"
+        assert model.name == "smollm2-135m-instruct"
+        assert "Paris" in model.infer("The capital of France is", raw=True, **GREEDY).text
+
+
 def test_threads_share_a_model(model):
     expected = model.infer(PROMPT, **GREEDY).token_ids
     results, errors = [], []

@@ -42,7 +42,7 @@ class Model:
         self.path = path
         self._engine = engine
         self._defaults = defaults
-        self._lock = threading.Lock()  # one generation at a time on this engine
+        self._lock = threading.Lock()  # guards _engine/_unloaded against unload
         self._unloaded = False
 
     @property
@@ -80,7 +80,7 @@ class Model:
     def stream(self, prompt: str, **options: Any) -> Iterator[str]:
         """Like ``infer``, yielding text deltas as they are generated."""
         prompt_ids, params = self._prepare_prompt(prompt, options)
-        return (step.text for step in self._steps(prompt_ids, params) if step.text)
+        return (step.text for step in self._start(prompt_ids, params) if step.text)
 
     def chat(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> InferResult:
         """Answer a conversation (OpenAI-style ``{"role", "content"}`` messages)."""
@@ -89,7 +89,7 @@ class Model:
 
     def chat_stream(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> Iterator[str]:
         prompt_ids, params = self._prepare_chat(messages, options)
-        return (step.text for step in self._steps(prompt_ids, params) if step.text)
+        return (step.text for step in self._start(prompt_ids, params) if step.text)
 
     def _prepare_prompt(self, prompt: Any, options: dict[str, Any]) -> tuple[list[int], SamplingParams]:
         _check_options(options, SAMPLING_OPTIONS | PROMPT_OPTIONS)
@@ -117,17 +117,25 @@ class Model:
         merged.update({key: value for key, value in options.items() if value is not None})
         return SamplingParams.from_user(**merged)
 
-    def _steps(self, prompt_ids: list[int], params: SamplingParams) -> Iterator[StepOutput]:
+    def _start(self, prompt_ids: list[int], params: SamplingParams) -> Iterator[StepOutput]:
+        """Check the request now (not at the first ``next``) and return its token stream.
+
+        Each generation owns its KV cache and the weights are read-only, so calls from
+        several threads, or an ``infer`` while a ``stream`` is open, run side by side.
+        A generation started before ``unload`` finishes on the weights it started with.
+        """
         with self._lock:
             if self._unloaded:
                 raise InvalidRequestError(f"model {self.name!r} has been unloaded; load it again")
-            yield from self._engine.generator.generate(prompt_ids, params)
+            generator = self._engine.generator
+        generator.check_prompt(prompt_ids)
+        return generator.generate(prompt_ids, params)
 
     def _collect(self, prompt_ids: list[int], params: SamplingParams) -> InferResult:
         started = time.perf_counter()
         first_token_at = None
         steps: list[StepOutput] = []
-        for step in self._steps(prompt_ids, params):
+        for step in self._start(prompt_ids, params):
             first_token_at = first_token_at or time.perf_counter()
             steps.append(step)
         ended = time.perf_counter()
