@@ -20,10 +20,20 @@ def smollm2_gguf() -> Path:
 
 @pytest.fixture(scope="session")
 def smollm2_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The default model compiled by this checkout's compiler (GGUF blocks kept)."""
+    """The default model compiled by this checkout's compiler, GGUF blocks kept (``source``)."""
     from mcp.modelfile.compiler import compile_model
 
     out = tmp_path_factory.mktemp("models") / "smollm2-135m-instruct.mcp"
+    compile_model(smollm2_gguf, out, precision="source", name=catalog.DEFAULT_MODEL)
+    return out
+
+
+@pytest.fixture(scope="session")
+def smollm2_auto_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default model as `mcp2026 pull` compiles it (``auto``: packed int4 + bf16 head)."""
+    from mcp.modelfile.compiler import compile_model
+
+    out = tmp_path_factory.mktemp("models-auto") / "smollm2-135m-instruct.mcp"
     compile_model(smollm2_gguf, out, name=catalog.DEFAULT_MODEL)
     return out
 

@@ -22,8 +22,8 @@ PROMPT = "Explain quantum entanglement in simple terms."
 
 
 @pytest.fixture(scope="module")
-def session(smollm2_mcp):
-    config = RuntimeConfig(model_dir=smollm2_mcp.parent, device="cpu")
+def session(smollm2_auto_mcp):
+    config = RuntimeConfig(model_dir=smollm2_auto_mcp.parent, device="cpu")
     with Session(config) as session:
         yield session
 
@@ -39,7 +39,8 @@ def test_quickstart_call_answers(model):
     assert result.finish_reason in ("stop", "length")
     assert result.usage.completion_tokens == len(result.token_ids) <= 48
     assert result.usage.prompt_tokens > 10  # the chat template wraps the prompt
-    assert result.backend == "native" and result.precision == "fp32"
+    assert result.backend == "native" and result.precision == model.precision
+    assert result.precision.startswith("int4pack×210 dense-")  # the auto plan on any CPU
     assert 0 < result.timings.ttft_s <= result.timings.total_s
     assert result.timings.tpot_s > 0
 
@@ -102,10 +103,10 @@ def test_open_stream_and_infer_interleave_in_one_thread(model):
     assert first + "".join(stream) == expected
 
 
-def test_stream_checks_the_request_before_the_first_token(smollm2_mcp):
+def test_stream_checks_the_request_before_the_first_token(smollm2_auto_mcp):
     config = RuntimeConfig(device="cpu", max_context=32)
     with Session(config) as session:
-        small = session.load_model(smollm2_mcp)
+        small = session.load_model(smollm2_auto_mcp)
         with pytest.raises(ContextLengthError):
             small.stream("word " * 50, raw=True)  # raised by the call, not by next()
         with pytest.raises(InvalidRequestError, match="max_tokens"):
@@ -166,10 +167,10 @@ def test_non_string_prompt_is_rejected(model, prompt):
         model.infer(prompt)
 
 
-def test_prompt_longer_than_context(smollm2_mcp):
-    config = RuntimeConfig(model_dir=smollm2_mcp.parent, device="cpu", max_context=64)
+def test_prompt_longer_than_context(smollm2_auto_mcp):
+    config = RuntimeConfig(model_dir=smollm2_auto_mcp.parent, device="cpu", max_context=64)
     with Session(config) as session:
-        small = session.load_model(smollm2_mcp)
+        small = session.load_model(smollm2_auto_mcp)
         assert small.max_context == 64
         with pytest.raises(ContextLengthError, match="prompt has .* tokens but the context holds 64"):
             small.infer("word " * 100, raw=True)
@@ -200,11 +201,11 @@ def test_flipped_byte_caught_by_verify(session, smollm2_mcp, tmp_path):
         session.load_model(flipped, verify=True, name="flipped")
 
 
-def test_unload_then_use_is_an_error(smollm2_mcp):
+def test_unload_then_use_is_an_error(smollm2_auto_mcp):
     with Session(RuntimeConfig(device="cpu")) as session:
-        model = session.load_model(smollm2_mcp, name="temp")
+        model = session.load_model(smollm2_auto_mcp, name="temp")
         with pytest.raises(ConfigError, match="already loaded"):
-            session.load_model(smollm2_mcp, name="temp")
+            session.load_model(smollm2_auto_mcp, name="temp")
         session.unload_model(model)
         assert session.models == {}
         with pytest.raises(InvalidRequestError, match="unloaded"):

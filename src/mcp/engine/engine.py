@@ -12,9 +12,9 @@ import torch
 
 from mcp.engine.generator import Generator
 from mcp.engine.models import model_class
-from mcp.engine.precision import TORCH_DTYPES, ResolvedPlan, override_plan
+from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
-from mcp.engine.weights import load_weights, resolve_plan
+from mcp.engine.weights import ModelWeights
 from mcp.modelfile.reader import ModelFile
 from mcp.runtime.errors import ConfigError
 
@@ -22,8 +22,10 @@ from mcp.runtime.errors import ConfigError
 @dataclass(frozen=True)
 class EngineOptions:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
-    precision: str = "auto"  # auto (the file's plan) | fp32 | bf16 | f16
+    precision: str = "auto"  # auto (the file's plan, else by hardware) | fp32 | bf16 | f16 | int4
+    precision_overrides: tuple[tuple[str, str], ...] = ()  # (fnmatch pattern, precision), first wins
     max_context: int | None = None  # cap below the model's own context length
+    cache_prefill_weights: bool = False  # keep dense copies of int4 weights for prefill GEMMs
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -53,10 +55,12 @@ class NativeEngine:
         header = model_file.header
         self.header = header
         self.device = resolve_device(options.device)
-        self.plan: ResolvedPlan = resolve_plan(model_file, override_plan(header.precision_plan, options.precision))
+        self.hardware = Hardware.detect(self.device)
+        self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
+                                          options.precision, options.precision_overrides)
         self.max_context = _max_context(header.architecture.max_position_embeddings, options.max_context)
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
-        weights = load_weights(model_file, self.plan, self.device)
+        weights = ModelWeights(model_file, self.plan, self.device, options.cache_prefill_weights)
         dtype = TORCH_DTYPES[self.plan.compute_precision]
         model = model_class(header.architecture.architecture)(
             header.architecture, weights, self.max_context, dtype

@@ -1,7 +1,12 @@
-"""Resolving a precision plan: which compute dtype each tensor gets at load.
+"""The precision plan: which kernel each tensor runs, per phase, on this hardware.
 
-The plan is data (``PrecisionPlan`` in the ``.mcp`` header, overridable from config); this
-module is the pure function from (plan, tensor name, forced precision) to a dtype.
+The brief's hardware-aware precision routing as a pure function. For every weight matrix
+the plan picks a *decode* kernel (few rows per call: memory-bound, so the fewest bytes
+win: packed int4 where the source is 4-bit) and a *prefill* kernel (many rows:
+compute-bound, so a dense GEMM on dequantized weights, bf16 where the CPU multiplies bf16
+natively). Sensitive tensors (the embedding and output head, Q5_K/Q6_K/Q8_0 sources) keep
+at least bf16. The file's ``PrecisionPlan`` and the config can force a precision globally
+or per tensor pattern; "auto" leaves the choice to these rules.
 """
 
 from __future__ import annotations
@@ -9,45 +14,147 @@ from __future__ import annotations
 import fnmatch
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import torch
 
-from mcp.modelfile.spec import PRECISIONS, PrecisionPlan
+from mcp.engine.quant.int4pack import INT4_SOURCES, can_pack
+from mcp.modelfile.spec import PrecisionPlan, TensorSpec
 from mcp.runtime.errors import ConfigError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
+PRECISION_CHOICES = ("auto", "fp32", "bf16", "f16", "int4")
+SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
+DECODE_MAX_ROWS = 16  # a call with more rows than this runs the prefill kernel
 
 
-def precision_for(plan: PrecisionPlan, name: str) -> str:
-    """The first override whose fnmatch pattern matches ``name``, else the plan's default."""
-    for pattern, precision in plan.overrides:
-        if fnmatch.fnmatchcase(name, pattern):
-            return precision
-    return plan.default
+@dataclass(frozen=True)
+class Hardware:
+    """What the plan needs to know about the device."""
+
+    device_type: str  # "cpu" | "cuda"
+    cpu_capability: str  # torch's dispatch level: "AVX512", "AVX2", "DEFAULT", ...
+    native_bf16: bool  # bf16 dot products in hardware (AVX512-BF16, AMX, or a CUDA GPU)
+    amx: bool
+    cuda_capability: tuple[int, int] | None = None
+
+    @classmethod
+    def detect(cls, device: torch.device) -> Hardware:
+        flags = _cpu_flags()
+        if device.type == "cuda":
+            capability = torch.cuda.get_device_capability(device)
+            return cls("cuda", torch.backends.cpu.get_cpu_capability(), capability >= (8, 0), False, capability)
+        amx = "amx_bf16" in flags
+        return cls("cpu", torch.backends.cpu.get_cpu_capability(), amx or "avx512_bf16" in flags, amx)
+
+    def describe(self) -> str:
+        if self.device_type == "cuda":
+            return f"cuda sm_{self.cuda_capability[0]}{self.cuda_capability[1]}"
+        extras = [name for name, on in (("bf16", self.native_bf16), ("amx", self.amx)) if on]
+        return f"cpu {self.cpu_capability.lower()}" + (f" +{'+'.join(extras)}" if extras else "")
 
 
-def override_plan(plan: PrecisionPlan, forced: str | None) -> PrecisionPlan:
-    """The plan with every tensor forced to ``forced`` (None or "auto" keeps it)."""
-    if forced in (None, "auto"):
-        return plan
-    if forced not in PRECISIONS:
-        raise ConfigError(f"precision must be auto or one of {', '.join(PRECISIONS)}, got {forced!r}")
-    return PrecisionPlan(default=forced)
+@lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return frozenset(line.split(":", 1)[1].split())
+    return frozenset()
+
+
+@dataclass(frozen=True)
+class TensorPlan:
+    """Kernels for one tensor: ``dense-fp32``, ``dense-bf16``, ``dense-f16`` or ``int4pack``."""
+
+    decode: str
+    prefill: str
 
 
 @dataclass(frozen=True)
 class ResolvedPlan:
-    """The compute precision chosen for every tensor of a loaded model."""
+    """The plan for every tensor of a loaded model, and the activation precision."""
 
-    by_tensor: dict[str, str]
+    by_tensor: dict[str, TensorPlan]
+    activations: str
+    hardware: str
 
     @property
     def compute_precision(self) -> str:
-        """Precision of activations: that of the most tensors."""
-        return Counter(self.by_tensor.values()).most_common(1)[0][0]
+        return self.activations
 
     def summary(self) -> str:
-        counts = Counter(self.by_tensor.values())
-        if len(counts) == 1:
-            return next(iter(counts))
-        return ", ".join(f"{p}×{n}" for p, n in counts.most_common())
+        """One line: decode kernels with counts, activations; e.g. 'int4pack×210 dense-bf16×1 / bf16'."""
+        counts = Counter(plan.decode for plan in self.by_tensor.values())
+        kernels = " ".join(f"{kernel}×{n}" for kernel, n in counts.most_common())
+        return f"{kernels} / act {self.activations}"
+
+    def describe(self) -> list[str]:
+        lines = [f"hardware     {self.hardware}", f"activations  {self.activations}"]
+        groups = Counter((plan.decode, plan.prefill) for plan in self.by_tensor.values())
+        for (decode, prefill), n in groups.most_common():
+            lines.append(f"{n:4} tensors  decode {decode:<11} prefill {prefill}")
+        return lines
+
+
+def resolve(
+    tensors: tuple[TensorSpec, ...],
+    file_plan: PrecisionPlan,
+    hardware: Hardware,
+    forced: str | None = None,
+    overrides: tuple[tuple[str, str], ...] = (),
+) -> ResolvedPlan:
+    """Pick kernels for every weight matrix (1-D tensors stay fp32 and are not listed)."""
+    if forced not in (None, "auto") and forced not in PRECISION_CHOICES:
+        raise ConfigError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {forced!r}")
+    for pattern, precision in overrides:
+        if precision not in PRECISION_CHOICES:
+            raise ConfigError(f"precision override {pattern!r}: {precision!r} is not one of {', '.join(PRECISION_CHOICES)}")
+    plan = {}
+    for spec in tensors:
+        if len(spec.shape) != 2:
+            continue
+        wanted = _requested(spec.name, file_plan, forced, overrides)
+        plan[spec.name] = choose_kernels(spec, wanted, hardware)
+    return ResolvedPlan(plan, _activations(file_plan, forced, hardware), hardware.describe())
+
+
+def _requested(name: str, file_plan: PrecisionPlan, forced: str | None, overrides) -> str:
+    for pattern, precision in overrides:
+        if fnmatch.fnmatchcase(name, pattern):
+            return precision
+    if forced not in (None, "auto"):
+        return forced
+    for pattern, precision in file_plan.overrides:
+        if fnmatch.fnmatchcase(name, pattern):
+            return precision
+    return file_plan.default
+
+
+def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware) -> TensorPlan:
+    """The kernels for one 2-D tensor given what was asked for ("auto" or a precision)."""
+    dense = "dense-bf16" if hardware.native_bf16 or hardware.device_type == "cuda" else "dense-fp32"
+    int4_ok = hardware.device_type == "cpu" and spec.encoding in ("int4", *INT4_SOURCES) and can_pack(spec.shape)
+    if wanted in TORCH_DTYPES:
+        kernel = f"dense-{wanted}"
+        return TensorPlan(kernel, kernel)
+    if wanted == "int4" and int4_ok and spec.name not in SENSITIVE:
+        return TensorPlan("int4pack", dense)
+    if wanted not in ("auto", "int4"):
+        raise ConfigError(f"tensor {spec.name}: unknown precision {wanted!r}")
+    if int4_ok and spec.name not in SENSITIVE:
+        return TensorPlan("int4pack", dense)
+    # A dense matrix is held once, so one dtype serves both phases: bf16, since memory-bound
+    # decode reads half the bytes of fp32 even where the CPU has no native bf16 math.
+    return TensorPlan("dense-bf16", "dense-bf16")
+
+
+def _activations(file_plan: PrecisionPlan, forced: str | None, hardware: Hardware) -> str:
+    requested = forced if forced not in (None, "auto") else file_plan.default
+    if requested in TORCH_DTYPES:
+        return requested
+    return "bf16" if hardware.native_bf16 else "fp32"

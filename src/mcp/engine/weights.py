@@ -1,33 +1,82 @@
-"""Turning the tensors of a ``.mcp`` file into runtime weights on a device."""
+"""Turning the tensors of a ``.mcp`` file into runtime weights, as the precision plan says.
+
+Dense tensors already in the planned dtype stay in the file's memory map (zero copy: a
+warm load reads nothing); packed int4 tensors in this CPU's byte order are used as
+stored. Anything else is converted once at load: GGUF 4-bit blocks are re-laid as int4,
+other blocks are dequantized, dense tensors are cast.
+"""
 
 from __future__ import annotations
 
 import torch
 
-from mcp.engine.precision import TORCH_DTYPES, ResolvedPlan, precision_for
+from mcp.engine.layers.linear import Int4Linear, Linear
+from mcp.engine.precision import DECODE_MAX_ROWS, TORCH_DTYPES, ResolvedPlan
+from mcp.engine.quant import int4pack
 from mcp.engine.quant.dequant import dequantize
 from mcp.modelfile.reader import ModelFile
-from mcp.modelfile.spec import DENSE_ENCODINGS, PrecisionPlan
+from mcp.modelfile.spec import DENSE_ENCODINGS, SCALE_ZERO_SUFFIX, TensorSpec
 
 
-def resolve_plan(model_file: ModelFile, plan: PrecisionPlan) -> ResolvedPlan:
-    names = (spec.name for spec in model_file.header.tensors)
-    return ResolvedPlan({name: precision_for(plan, name) for name in names})
+class ModelWeights:
+    """Hands each layer its weights in the planned form; each layer takes only its own."""
 
+    def __init__(self, model_file: ModelFile, plan: ResolvedPlan, device: torch.device,
+                 cache_prefill_weights: bool = False) -> None:
+        self._file = model_file
+        self._specs = {spec.name: spec for spec in model_file.header.tensors}
+        self._plan = plan
+        self._device = device
+        self._cache_prefill = cache_prefill_weights
+        self._dense: dict[str, torch.Tensor] = {}
 
-def load_weights(
-    model_file: ModelFile, plan: ResolvedPlan, device: torch.device
-) -> dict[str, torch.Tensor]:
-    """Every tensor of the file, decoded to its planned dtype, on ``device``."""
-    weights = {}
-    for spec in model_file.header.tensors:
-        dtype = TORCH_DTYPES[plan.by_tensor[spec.name]]
-        stored = model_file.tensor(spec.name)
+    def has(self, name: str) -> bool:
+        return name in self._specs
+
+    def get(self, name: str) -> torch.Tensor | None:
+        return self.tensor(name) if name in self._specs else None
+
+    def tensor(self, name: str) -> torch.Tensor:
+        """A dense tensor: fp32 for 1-D ones, else the precision of its decode kernel."""
+        if name not in self._dense:
+            spec = self._specs[name]
+            plan = self._plan.by_tensor.get(name)
+            dtype = TORCH_DTYPES[plan.decode.removeprefix("dense-")] if plan and plan.decode.startswith("dense-") else torch.float32
+            self._dense[name] = self._dense_value(spec, dtype)
+        return self._dense[name]
+
+    def linear(self, prefix: str) -> torch.nn.Module:
+        """The module for ``{prefix}.weight`` (and ``{prefix}.bias`` when there is one)."""
+        name = f"{prefix}.weight"
+        bias = self.get(f"{prefix}.bias")
+        plan = self._plan.by_tensor[name]
+        if plan.decode != "int4pack":
+            return Linear(self.tensor(name), bias)
+        packed, scale_zero = self._int4(self._specs[name])
+        prefill_dtype = TORCH_DTYPES[plan.prefill.removeprefix("dense-")]
+        return Int4Linear(packed, scale_zero, layout=int4pack.runtime_layout(), bias=bias,
+                          prefill_dtype=prefill_dtype, cache_dense=self._cache_prefill,
+                          decode_max_rows=DECODE_MAX_ROWS)
+
+    def _dense_value(self, spec: TensorSpec, dtype: torch.dtype) -> torch.Tensor:
+        stored = self._file.tensor(spec.name)
         if spec.encoding in DENSE_ENCODINGS:
-            # .to() would alias the read-only mmap when the dtype already matches; copy instead.
-            tensor = stored.to(device=device, dtype=dtype, copy=True)
-        else:
-            tensor = dequantize(stored, spec.encoding, spec.shape, dtype=torch.float32)
-            tensor = tensor.to(device=device, dtype=dtype)
-        weights[spec.name] = tensor
-    return weights
+            if stored.dtype == dtype and self._device.type == "cpu":
+                return stored  # the memory map itself; weights are never written
+            return stored.to(device=self._device, dtype=dtype)
+        if spec.encoding == "int4":
+            packed, scale_zero = self._int4(spec)
+            values = int4pack.dequantize_kernel_form(packed, int4pack.runtime_layout(), scale_zero)
+            return values.to(device=self._device, dtype=dtype)
+        return dequantize(stored, spec.encoding, spec.shape, dtype=torch.float32).to(device=self._device, dtype=dtype)
+
+    def _int4(self, spec: TensorSpec) -> tuple[torch.Tensor, torch.Tensor]:
+        """Packed codes in this CPU's layout and the kernel's scale_and_zero bf16 [K/32, N, 2]."""
+        stored = self._file.tensor(spec.name)
+        wanted = int4pack.runtime_layout()
+        if spec.encoding == "int4":
+            scale_zero = self._file.tensor(spec.name + SCALE_ZERO_SUFFIX)
+            int4pack.check_packed(spec.name, stored, scale_zero, spec.shape)
+            return int4pack.repack(stored, spec.layout or wanted, wanted), scale_zero
+        codes, scale_offset = int4pack.codes_from_blocks(stored, spec.encoding, spec.shape)
+        return int4pack.pack(codes, wanted), int4pack.kernel_scale_and_zero(scale_offset, torch.bfloat16)

@@ -22,8 +22,20 @@ import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize
 
+from mcp.engine.quant.int4pack import (
+    GROUP_SIZE,
+    INT4_SOURCES,
+    can_pack,
+    codes_from_blocks,
+    kernel_scale_and_zero,
+    pack,
+    runtime_layout,
+)
 from mcp.modelfile.spec import (
     BLOCK_ENCODINGS,
+    INT4_ENCODING,
+    QPARAMS_SUFFIX,
+    SCALE_ZERO_SUFFIX,
     ArchitectureConfig,
     Lineage,
     ModelHeader,
@@ -42,7 +54,10 @@ PRECISION_ENCODINGS = {
     "f16": ("f16", torch.float16),
     "bf16": ("bf16", torch.bfloat16),
 }
-PRECISION_CHOICES = ("source", *PRECISION_ENCODINGS)
+# "auto" writes what the runtime's auto plan runs, so that loading converts nothing: 4-bit
+# GGUF blocks as packed int4 in this CPU's byte order, other matrices as bf16.
+PRECISION_CHOICES = ("auto", "source", *PRECISION_ENCODINGS)
+SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
 _BLOCK_QTYPES = {encoding: GGMLQuantizationType[encoding.upper()] for encoding in BLOCK_ENCODINGS}
 
 
@@ -74,15 +89,16 @@ class SourceModel:
 def compile_model(
     src: str | os.PathLike,
     out: str | os.PathLike,
-    precision: str = "source",
+    precision: str = "auto",
     name: str | None = None,
     license: str | None = None,
 ) -> ModelHeader:
     """Compile ``src`` (a ``.gguf`` file or an HF folder) to the ``.mcp`` file ``out``.
 
-    ``precision`` "source" keeps every tensor's encoding (GGUF blocks stay blocks);
-    "fp32", "f16" or "bf16" converts every tensor, dequantizing blocks. Returns the header
-    written. The output appears only when complete.
+    ``precision`` "auto" stores tensors as the runtime's auto plan runs them (4-bit GGUF
+    blocks as packed int4, exactly; other matrices bf16); "source" keeps every tensor's
+    encoding (GGUF blocks stay blocks); "fp32", "f16" or "bf16" converts every tensor,
+    dequantizing blocks. Returns the header written. The output appears only when complete.
     """
     src, out = Path(src), Path(out)
     if precision not in PRECISION_CHOICES:
@@ -91,8 +107,10 @@ def compile_model(
     source = load_source(src)
     check_tensors(src, source)
     header = _header(source, precision, name, license)
-    tensors = LazyTensors({t.name: _converter(t, precision) for t in source.tensors})
-    return write_model(out, header, tensors)
+    loaders = {}
+    for tensor in source.tensors:
+        loaders.update(_loaders(tensor, _target_encoding(tensor, precision)))
+    return write_model(out, header, LazyTensors(loaders))
 
 
 def load_source(src: Path) -> SourceModel:
@@ -175,8 +193,7 @@ def _header(source: SourceModel, precision: str, name: str | None, license: str 
     order = list(expected_tensor_shapes(source.architecture))
     by_name = {t.name: t for t in source.tensors}
     specs = tuple(
-        TensorSpec(n, _target_encoding(by_name[n], precision), by_name[n].shape, sha256="")
-        for n in order
+        spec for n in order for spec in _specs(by_name[n], _target_encoding(by_name[n], precision))
     )
     lineage = Lineage(
         source_name=source.name,
@@ -193,20 +210,68 @@ def _header(source: SourceModel, precision: str, name: str | None, license: str 
         architecture=source.architecture,
         tokenizer=source.tokenizer,
         tensors=specs,
-        precision_plan=PrecisionPlan(default="fp32"),
+        precision_plan=PrecisionPlan(default=precision if precision in PRECISION_ENCODINGS else "auto"),
         lineage=lineage,
     )
 
 
 def _target_encoding(tensor: SourceTensor, precision: str) -> str:
-    return tensor.encoding if precision == "source" else PRECISION_ENCODINGS[precision][0]
+    if precision == "source" or len(tensor.shape) != 2 and precision == "auto":
+        return tensor.encoding
+    if precision != "auto":
+        return PRECISION_ENCODINGS[precision][0]
+    if tensor.encoding in INT4_SOURCES and can_pack(tensor.shape) and tensor.name not in SENSITIVE:
+        return INT4_ENCODING
+    return "bf16" if tensor.encoding in BLOCK_ENCODINGS or tensor.encoding == "f32" else tensor.encoding
 
 
-def _converter(tensor: SourceTensor, precision: str) -> Callable[[], TensorValue]:
-    if _target_encoding(tensor, precision) == tensor.encoding:
-        return tensor.load
-    dtype = PRECISION_ENCODINGS[precision][1]
-    return lambda: to_dense(tensor).to(dtype)
+def _specs(tensor: SourceTensor, encoding: str) -> tuple[TensorSpec, ...]:
+    """The header entries a source tensor becomes (an int4 tensor brings its qparams)."""
+    if encoding != INT4_ENCODING:
+        return (TensorSpec(tensor.name, encoding, tensor.shape, sha256=""),)
+    rows, cols = tensor.shape
+    return (
+        TensorSpec(tensor.name, encoding, tensor.shape, sha256="", layout=runtime_layout()),
+        TensorSpec(tensor.name + QPARAMS_SUFFIX, "f32", (rows, cols // GROUP_SIZE, 2), sha256=""),
+        TensorSpec(tensor.name + SCALE_ZERO_SUFFIX, "bf16", (cols // GROUP_SIZE, rows, 2), sha256=""),
+    )
+
+
+def _loaders(tensor: SourceTensor, encoding: str) -> dict[str, Callable[[], TensorValue]]:
+    """name -> loader of the stored value, for each entry ``_specs`` gives the tensor."""
+    if encoding == tensor.encoding:
+        return {tensor.name: tensor.load}
+    if encoding == INT4_ENCODING:
+        int4 = _Int4Conversion(tensor)
+        return {tensor.name: int4.packed, tensor.name + QPARAMS_SUFFIX: int4.qparams,
+                tensor.name + SCALE_ZERO_SUFFIX: int4.scale_zero}
+    dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[encoding]
+    return {tensor.name: lambda: to_dense(tensor).to(dtype)}
+
+
+class _Int4Conversion:
+    """Re-lays a 4-bit GGUF tensor as packed int4, once; the writer fetches both parts."""
+
+    def __init__(self, tensor: SourceTensor) -> None:
+        self._tensor = tensor
+        self._parts: dict[str, torch.Tensor] = {}
+
+    def packed(self) -> torch.Tensor:
+        return self._take("packed")
+
+    def qparams(self) -> torch.Tensor:
+        return self._take("qparams")
+
+    def scale_zero(self) -> torch.Tensor:
+        return self._take("scale_zero")
+
+    def _take(self, part: str) -> torch.Tensor:
+        if not self._parts:
+            blocks = torch.from_numpy(np.array(self._tensor.load()))  # a writable copy of the mmap
+            codes, qparams = codes_from_blocks(blocks, self._tensor.encoding, self._tensor.shape)
+            self._parts = {"packed": pack(codes, runtime_layout()), "qparams": qparams,
+                           "scale_zero": kernel_scale_and_zero(qparams, torch.bfloat16)}
+        return self._parts.pop(part)  # the writer asks for each part once
 
 
 def to_dense(tensor: SourceTensor) -> torch.Tensor:

@@ -7,8 +7,17 @@ import math
 from collections import Counter
 
 from mcp.modelfile.reader import ModelFile
-from mcp.modelfile.spec import ModelHeader, TensorSpec, TokenizerSpec, stored_shape
+from mcp.modelfile.spec import (
+    QPARAMS_SUFFIX,
+    SCALE_ZERO_SUFFIX,
+    ModelHeader,
+    TensorSpec,
+    TokenizerSpec,
+    stored_shape,
+)
 from mcp.modelfile.writer import ITEM_SIZES, storage_dtype
+
+COMPANION_SUFFIXES = (QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX)  # parts of an int4 tensor, not parameters
 
 
 def describe(model: ModelFile, show_plan: bool = True, show_tensors: bool = True) -> str:
@@ -124,7 +133,7 @@ def _lineage(header: ModelHeader) -> str:
 
 def _totals(model: ModelFile) -> str:
     specs = model.header.tensors
-    parameters = sum(math.prod(spec.shape) for spec in specs)
+    parameters = sum(math.prod(spec.shape) for spec in specs if not spec.name.endswith(COMPANION_SUFFIXES))
     tensor_bytes = sum(tensor_nbytes(spec) for spec in specs)
     size = model.path.stat().st_size
     return _section("totals", [

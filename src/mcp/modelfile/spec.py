@@ -30,10 +30,17 @@ BLOCK_ENCODINGS = {  # encoding -> (weights per block, bytes per block)
     "q5_k": (256, 176),
     "q6_k": (256, 210),
 }
-ENCODINGS = DENSE_ENCODINGS + tuple(BLOCK_ENCODINGS)
+# Packed int4 (see mcp.engine.quant.int4pack): uint8 [N, K/2] codes in a CPU kernel's byte
+# order (TensorSpec.layout), with two companions: "<name>.qparams" f32 [N, K/32, 2], each
+# group's scale and offset (w = scale * q + offset, exact), and "<name>.scale_zero" bf16
+# [K/32, N, 2], the same in the kernel's form (w = (q - 8) * scale + zero), read at run time.
+INT4_ENCODING = "int4"
+QPARAMS_SUFFIX = ".qparams"
+SCALE_ZERO_SUFFIX = ".scale_zero"
+ENCODINGS = DENSE_ENCODINGS + tuple(BLOCK_ENCODINGS) + (INT4_ENCODING,)
 
-# Compute precisions a precision plan may name for a tensor.
-PRECISIONS = ("fp32", "bf16", "f16")
+# What a precision plan may name for a tensor: "auto" lets the runtime choose by hardware.
+PRECISIONS = ("auto", "fp32", "bf16", "f16", "int4")
 
 
 @dataclass(frozen=True)
@@ -92,13 +99,14 @@ class TensorSpec:
     encoding: str
     shape: tuple[int, ...]
     sha256: str
+    layout: str | None = None  # int4 only: the byte order ("avx512", "avx2", "default")
 
 
 @dataclass(frozen=True)
 class PrecisionPlan:
     """Compute precision per tensor: ``default``, then the first matching fnmatch pattern."""
 
-    default: str = "fp32"
+    default: str = "auto"
     overrides: tuple[tuple[str, str], ...] = ()
 
 
@@ -168,7 +176,8 @@ def _header_from_dict(data: dict[str, Any]) -> ModelHeader:
     tok = dict(data["tokenizer"])
     tok["eos_token_ids"] = tuple(tok["eos_token_ids"])
     tensors = tuple(
-        TensorSpec(name=t["name"], encoding=t["encoding"], shape=tuple(t["shape"]), sha256=t["sha256"])
+        TensorSpec(name=t["name"], encoding=t["encoding"], shape=tuple(t["shape"]), sha256=t["sha256"],
+                   layout=t.get("layout"))
         for t in data["tensors"]
     )
     for spec in tensors:
@@ -194,6 +203,8 @@ def stored_shape(encoding: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     """Shape of the stored array for a tensor of logical ``shape`` in ``encoding``."""
     if encoding in DENSE_ENCODINGS:
         return shape
+    if encoding == INT4_ENCODING:
+        return (shape[0], shape[1] // 2)
     block, nbytes = BLOCK_ENCODINGS[encoding]
     if shape[-1] % block:
         raise ValueError(f"last dimension {shape[-1]} is not a multiple of {encoding}'s block {block}")

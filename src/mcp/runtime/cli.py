@@ -94,9 +94,20 @@ def _inspect(args: argparse.Namespace) -> int:
 
     with open_model(args.file, verify=args.verify) as model_file:
         print(describe(model_file, show_plan=True, show_tensors=not args.plan))
+        print(_resolved_plan(model_file.header))
         if args.verify:
             print("verify: every tensor matches its sha256")
     return 0
+
+
+def _resolved_plan(header) -> str:
+    """The kernels this machine would run, per tensor group (nothing is loaded)."""
+    import torch
+
+    from mcp.engine.precision import Hardware, resolve
+
+    plan = resolve(header.tensors, header.precision_plan, Hardware.detect(torch.device("cpu")))
+    return "\n".join(["", "kernels on this machine (cpu)", *("  " + line for line in plan.describe())])
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -15,4 +15,4 @@ class RMSNorm(torch.nn.Module):
         input_dtype = x.dtype
         x = x.to(torch.float32)
         x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x.to(input_dtype)
+        return (self.weight * x.to(input_dtype)).to(input_dtype)  # weights are fp32; keep x's dtype

@@ -6,36 +6,32 @@ attention with optional q/k/v bias, SwiGLU, tied or separate output head.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import torch
 
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import Attention
-from mcp.engine.layers.linear import Linear
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
 from mcp.engine.layers.rotary import RotaryEmbedding, inverse_frequencies
+from mcp.engine.weights import ModelWeights
 from mcp.modelfile.spec import ArchitectureConfig
-
-Weights = Mapping[str, torch.Tensor]
 
 
 class DecoderLayer(torch.nn.Module):
-    def __init__(self, arch: ArchitectureConfig, weights: Weights, prefix: str) -> None:
+    def __init__(self, arch: ArchitectureConfig, weights: ModelWeights, prefix: str) -> None:
         super().__init__()
         eps = arch.rms_norm_eps
-        self.input_layernorm = RMSNorm(weights[f"{prefix}.input_layernorm.weight"], eps)
+        self.input_layernorm = RMSNorm(weights.tensor(f"{prefix}.input_layernorm.weight"), eps)
         self.self_attn = Attention(
-            *(_linear(weights, f"{prefix}.self_attn.{p}_proj") for p in ("q", "k", "v", "o")),
+            *(weights.linear(f"{prefix}.self_attn.{p}_proj") for p in ("q", "k", "v", "o")),
             num_heads=arch.num_attention_heads,
             num_kv_heads=arch.num_kv_heads,
             head_dim=arch.head_dim,
         )
         self.post_attention_layernorm = RMSNorm(
-            weights[f"{prefix}.post_attention_layernorm.weight"], eps
+            weights.tensor(f"{prefix}.post_attention_layernorm.weight"), eps
         )
-        self.mlp = SwiGLU(*(_linear(weights, f"{prefix}.mlp.{p}_proj") for p in ("gate", "up", "down")))
+        self.mlp = SwiGLU(*(weights.linear(f"{prefix}.mlp.{p}_proj") for p in ("gate", "up", "down")))
 
     def forward(self, x, positions, rotary, cache, start):
         x = x + self.self_attn(self.input_layernorm(x), positions, rotary, cache, start)
@@ -44,18 +40,17 @@ class DecoderLayer(torch.nn.Module):
 
 class LlamaForCausalLM(torch.nn.Module):
     def __init__(
-        self, arch: ArchitectureConfig, weights: Weights, max_positions: int, dtype: torch.dtype
+        self, arch: ArchitectureConfig, weights: ModelWeights, max_positions: int, dtype: torch.dtype
     ) -> None:
         super().__init__()
         self.arch = arch
-        self.dtype = dtype
-        self.embed_tokens = torch.nn.Parameter(weights["model.embed_tokens.weight"], requires_grad=False)
+        self.dtype = dtype  # of activations and the KV cache
+        self.embed_tokens = torch.nn.Parameter(weights.tensor("model.embed_tokens.weight"), requires_grad=False)
         self.layers = torch.nn.ModuleList(
             DecoderLayer(arch, weights, f"model.layers.{i}") for i in range(arch.num_layers)
         )
-        self.norm = RMSNorm(weights["model.norm.weight"], arch.rms_norm_eps)
-        head = weights.get("lm_head.weight")
-        self.lm_head = Linear(self.embed_tokens if head is None else head)
+        self.norm = RMSNorm(weights.tensor("model.norm.weight"), arch.rms_norm_eps)
+        self.lm_head = weights.linear("model.embed_tokens" if arch.tie_word_embeddings else "lm_head")
         inv_freq = inverse_frequencies(arch, weights.get("model.rope_freqs"))
         self.rotary = RotaryEmbedding(inv_freq, max_positions, dtype).to(self.embed_tokens.device)
 
@@ -76,7 +71,3 @@ class LlamaForCausalLM(torch.nn.Module):
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Output head over hidden states [..., hidden] -> fp32 logits [..., vocab]."""
         return self.lm_head(hidden).to(torch.float32)
-
-
-def _linear(weights: Weights, prefix: str) -> Linear:
-    return Linear(weights[f"{prefix}.weight"], weights.get(f"{prefix}.bias"))

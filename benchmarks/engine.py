@@ -1,0 +1,266 @@
+"""Our engine side by side with llama.cpp and Hugging Face transformers, in one run.
+
+Same model (SmolLM2-135M-Instruct Q4_1: llama.cpp and transformers load the GGUF, we load the
+.mcp this checkout's compiler makes from it), same prompts, same thread count. Each engine
+runs in its own subprocess (so peak RSS and the cold load are its own); each figure is the
+median, min and max of several runs. See benchmarks/README.md for what each figure means.
+
+    .venv/bin/pip install -c constraints/cpu.txt -e '.[test,llamacpp]'   # once: builds llama.cpp
+    .venv/bin/python benchmarks/engine.py [--quick] [--engines ours,llamacpp,transformers]
+                                          [--runs N] [--threads N] [--mcp FILE] [--json FILE]
+                                          [--write-results [RESULTS.md]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from importlib import metadata, util
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from enginebench import report  # noqa: E402
+from enginebench.spec import DECODE_PROMPTS, Settings, WorkerSpec, build_prompts  # noqa: E402
+from enginebench.worker import run_worker, worker_main  # noqa: E402
+
+PACKAGES = ("mcp2026", "torch", "llama-cpp-python", "transformers", "numpy")
+WORKER_TIMEOUT_S = {"quick": 900, "full": 3600}
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parse_args(argv)
+    if args.worker:
+        worker_main(*args.worker)
+        return
+    settings = Settings.quick() if args.quick else Settings.full()
+    if args.runs:
+        settings = dataclasses.replace(settings, runs=args.runs)
+    with tempfile.TemporaryDirectory(prefix="enginebench-model-") as folder:
+        base, model_line = _prepare(args, settings, Path(folder))
+        bandwidth = _run_bandwidth(base)
+        results, load_averages = {}, {}
+        for engine in args.engines:
+            load_averages[engine] = os.getloadavg()
+            results[engine] = _run_engine(engine, base, "quick" if args.quick else "full")
+    command = _command_line(argv)
+    lines = _render(command, settings, base, model_line, bandwidth, results, load_averages)
+    print("\n".join(lines))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"command": command, "settings": dataclasses.asdict(settings),
+                                               "bandwidth": bandwidth, "results": results}, indent=1))
+    if args.write_results:
+        report.write_section(Path(args.write_results), command, lines)
+        print(f"wrote the engine.py section of {args.write_results}")
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 2 runs, shorter prompts and outputs")
+    parser.add_argument("--engines", default=",".join(report.ENGINES), type=_engine_list,
+                        help="comma-separated subset of ours,llamacpp,transformers")
+    parser.add_argument("--runs", type=int, help="runs per figure (default 5, --quick 2)")
+    parser.add_argument("--threads", type=int, default=2, help="threads for every engine (default 2)")
+    parser.add_argument("--mcp", help="measure this .mcp instead of compiling the GGUF with this checkout")
+    parser.add_argument("--json", help="also write every raw sample to this file")
+    parser.add_argument("--write-results", nargs="?", const=str(HERE / "RESULTS.md"), metavar="FILE",
+                        help="put the report into FILE's engine.py section (default benchmarks/RESULTS.md)")
+    parser.add_argument("--worker", nargs=2, metavar=("SPEC", "OUT"), help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _engine_list(text: str) -> list[str]:
+    engines = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(engines) - set(report.ENGINES))
+    if unknown or not engines:
+        raise argparse.ArgumentTypeError(f"unknown engine(s) {', '.join(unknown) or '(none)'}; "
+                                         f"choose from {','.join(report.ENGINES)}")
+    return engines
+
+
+def _prepare(args, settings: Settings, folder: Path) -> tuple[WorkerSpec, str]:
+    """The model files and the prompts every engine gets."""
+    from mcp.engine.tokenizer import Tokenizer
+    from mcp.modelfile import catalog
+    from mcp.modelfile.compiler import compile_model
+    from mcp.modelfile.reader import open_model
+
+    gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
+    if args.mcp:
+        mcp, how = Path(args.mcp).resolve(), "given with --mcp"
+    else:
+        mcp = folder / f"{catalog.DEFAULT_MODEL}.mcp"
+        started = datetime.datetime.now()
+        compile_model(gguf, mcp, name=catalog.DEFAULT_MODEL)
+        how = f"compiled by this checkout in {(datetime.datetime.now() - started).total_seconds():.1f} s"
+    with open_model(mcp) as model_file:
+        pp_text, chat_text = build_prompts(Tokenizer.from_spec(model_file.header.tokenizer), settings.prompt_tokens)
+    spec = WorkerSpec(engine="", mcp_path=str(mcp), gguf_path=str(gguf), threads=args.threads,
+                      settings=settings, pp_text=pp_text, chat_text=chat_text)
+    line = (f"model: {gguf.name} ({gguf.stat().st_size / 1e6:.1f} MB) for llama.cpp and transformers; "
+            f"ours: {mcp.name} ({mcp.stat().st_size / 1e6:.1f} MB), {how}")
+    return spec, line
+
+
+def _run_bandwidth(base: WorkerSpec) -> dict:
+    outcome = run_worker(dataclasses.replace(base, engine="bandwidth"), timeout_s=600)
+    return outcome.result["info"] if outcome.result else {"error": outcome.error}
+
+
+def _run_engine(engine: str, base: WorkerSpec, mode: str) -> dict:
+    """The engine's main worker, then runs-1 more fresh processes for cold-load samples."""
+    if engine == "llamacpp" and util.find_spec("llama_cpp") is None:
+        return {"error": "llama-cpp-python is not installed: .venv/bin/pip install -c constraints/cpu.txt "
+                         "-e '.[llamacpp]' (compiles llama.cpp once, about 8 minutes on 2 cores)"}
+    spec = dataclasses.replace(base, engine=engine)
+    outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
+    if engine == "llamacpp" and outcome.crashed_by_signal == 11:
+        # ggml's AMX matmul segfaults on some AMX machines (ggml-org/llama.cpp#20824).
+        spec = dataclasses.replace(spec, options={"use_extra_bufts": False})
+        outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
+        if outcome.result:
+            outcome.result["notes"].append(
+                "llama.cpp segfaulted in ggml_backend_amx_mul_mat with its defaults (ggml-org/llama.cpp#20824); "
+                "measured with use_extra_bufts=False, which turns off its AMX and CPU-repack weight buffers")
+    if outcome.result is None:
+        return {"error": outcome.error}
+    result = outcome.result
+    residents = [result["info"].get("resident_after_drop")]
+    for _ in range(spec.settings.runs - 1):
+        cold = run_worker(dataclasses.replace(spec, cold_only=True), WORKER_TIMEOUT_S[mode])
+        if cold.result:
+            result["figures"]["load_cold_ms"] += cold.result["figures"]["load_cold_ms"]
+            residents.append(cold.result["info"].get("resident_after_drop"))
+    result["info"]["resident_after_drop"] = residents
+    return result
+
+
+def _render(command, settings, base, model_line, bandwidth, results, load_averages) -> list[str]:
+    ours_info = (results.get("ours") or {}).get("info", {})
+    any_info = next((r["info"] for r in results.values() if "info" in r), {})
+    info = ours_info or any_info
+    gbps = bandwidth.get("torch_gbps")
+    figures = {}
+    for engine, result in results.items():
+        if "figures" in result:
+            figures[engine] = result["figures"]
+            report.add_derived(figures[engine], result["info"], gbps)
+    rows = report.figure_rows(settings.batch_sizes, info.get("pp_tokens", settings.prompt_tokens),
+                              settings.decode_tokens, info.get("chat_tokens", "?"))
+    lines = [
+        f"Engine benchmark, {base.threads} threads each, median [min-max] of {settings.runs} runs"
+        + (" (--quick)" if settings.runs < 5 or settings.decode_tokens < 128 else ""),
+        f"command: {command}",
+        f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
+        f"cpu: {_cpu_model()}, {len(os.sched_getaffinity(0))} cores usable, "
+        f"torch cpu capability {bandwidth.get('cpu_capability', '?')}",
+        "versions: " + ", ".join(f"{name} {_version(name)}" for name in PACKAGES) + f", git {_git_revision()}",
+        model_line,
+        _prompt_line(settings, results),
+        f"memory read bandwidth: {_bandwidth_line(bandwidth)}",
+        "load average (1/5/15 min) before each engine: "
+        + "; ".join(f"{report.TITLES[e]} {a[0]:.1f}/{a[1]:.1f}/{a[2]:.1f}" for e, a in load_averages.items()),
+        "",
+        *report.table(rows, {e: figures.get(e) for e in results}),
+        "",
+        "ratio: speed rows ours/llama.cpp, time and memory rows llama.cpp/ours: > 1 means ours is better",
+        f"aggregate decode: {settings.batch_tokens} tokens per sequence, greedy, EOS ignored; "
+        "prompts are the first N of the benchmark's short prompts",
+    ]
+    return lines + _notes(results, ours_info, gbps)
+
+
+def _prompt_line(settings: Settings, results: dict) -> str:
+    counts = {report.TITLES[e]: (r["info"].get("pp_tokens"), r["info"].get("chat_tokens"))
+              for e, r in results.items() if "info" in r}
+    seen = ", ".join(f"{title} {pp}/{chat}" for title, (pp, chat) in counts.items())
+    return (f"prompts: prompt processing ~{settings.prompt_tokens} tokens of raw text, chat prompt = one user "
+            f"message through the chat template; tokens seen (pp/chat): {seen}; "
+            f"decode prompt {DECODE_PROMPTS[0]!r}, {settings.decode_tokens} tokens, greedy, EOS ignored")
+
+
+def _bandwidth_line(bandwidth: dict) -> str:
+    if "torch_gbps" not in bandwidth:
+        return f"not measured ({bandwidth.get('error')})"
+    return (f"{bandwidth['torch_gbps']:.1f} GB/s (torch sum over {bandwidth['array_mib']:.0f} MiB fp32, "
+            f"{bandwidth['torch_threads']} threads, best of 7; numpy 1 thread {bandwidth['numpy_gbps']:.1f} GB/s); "
+            "the bound row = this / weights read per token")
+
+
+def _notes(results: dict, ours_info: dict, gbps: float | None) -> list[str]:
+    lines = ["", "notes:"]
+    if ours_info.get("mcp_tensor_bytes"):
+        mcp_bytes = ours_info["mcp_tensor_bytes"]
+        bound = f", bound {gbps * 1e9 / mcp_bytes:.0f} tok/s" if gbps else ""
+        lines.append(f"- ours: weights read per token = the loaded module's parameters and buffers "
+                     f"(unique storages, rotary tables left out), precision {ours_info.get('precision')}; "
+                     f"the .mcp file's tensor data is {mcp_bytes / 1e6:.1f} MB{bound}")
+    lines.append("- llama.cpp: weights = llama_model_size(); transformers: fp32 parameters, tied head once")
+    for engine, result in results.items():
+        title = report.TITLES[engine]
+        if "error" in result:
+            lines.append(f"- {title}: not measured: {result['error']}")
+            continue
+        lines.extend(f"- {title}: {note}" for note in result["notes"])
+        residents = [f"{r:.0%}" for r in result["info"].get("resident_after_drop", []) if r is not None]
+        if residents:
+            lines.append(f"- {title}: cold loads: model file resident in the page cache after dropping it: "
+                         f"{', '.join(residents)}")
+    lines.append("how each engine is timed:")
+    for engine, result in results.items():
+        for figure, method in result.get("methods", {}).items():
+            lines.append(f"  {report.TITLES[engine]:<12} {figure:<6} {method}")
+    return lines
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return os.uname().machine
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git_revision() -> str:
+    def git(*command: str) -> str:
+        return subprocess.run(["git", *command], cwd=HERE, capture_output=True, text=True).stdout.strip()
+
+    revision = git("rev-parse", "--short", "HEAD") or "unknown"
+    return revision + (" (uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _command_line(argv: list[str] | None) -> str:
+    python = Path(sys.executable)
+    try:
+        python = python.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    script = Path(__file__).resolve()
+    try:
+        script = script.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    return shlex.join([str(python), str(script), *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    main()

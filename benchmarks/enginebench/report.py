@@ -1,0 +1,116 @@
+"""The printed report: one table (rows = figures, columns = engines, then the ratio to
+llama.cpp) with the run's context above it, and its section in RESULTS.md."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+ENGINES = ("ours", "llamacpp", "transformers")
+TITLES = {"ours": "ours", "llamacpp": "llama.cpp", "transformers": "transformers"}
+SECTION_START, SECTION_END = "<!-- engine.py -->", "<!-- /engine.py -->"
+LABEL_WIDTH, CELL_WIDTH = 40, 24
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    label: str
+    better: str  # "higher": ratio ours/llama.cpp; "lower": llama.cpp/ours; "info": no ratio
+
+
+def figure_rows(batch_sizes, pp_tokens, decode_tokens, chat_tokens) -> list[Row]:
+    return [
+        Row("pp_tps", f"prompt processing, {pp_tokens} tok (tok/s)", "higher"),
+        Row("decode1_tps", f"decode, batch 1, {decode_tokens} tok (tok/s)", "higher"),
+        *(Row(f"decode_b{size}_tps", f"aggregate decode, {size} seqs (tok/s)", "higher") for size in batch_sizes),
+        Row("ttft_ms", f"TTFT, {chat_tokens}-token chat prompt (ms)", "lower"),
+        Row("load_cold_ms", "load, cold (ms)", "lower"),
+        Row("load_warm_ms", "load, warm (ms)", "lower"),
+        Row("rss_peak_b1_mib", "peak RSS up to batch-1 runs (MiB)", "lower"),
+        Row("rss_peak_mib", "peak RSS, whole run (MiB)", "lower"),
+        Row("rss_imports_mib", "RSS before loading (MiB)", "info"),
+        Row("weight_mb", "weights read per token (MB)", "info"),
+        Row("bound_tps", "batch-1 decode bound (tok/s)", "info"),
+        Row("bound_pct", "batch-1 decode / bound (%)", "info"),
+    ]
+
+
+def add_derived(figures: dict[str, list[float]], info: dict, bandwidth_gbps: float | None) -> None:
+    """Weights read per token, the bandwidth bound it gives, and decode's share of it."""
+    weight_bytes = info.get("weight_bytes")
+    if not weight_bytes:
+        return
+    figures["weight_mb"] = [weight_bytes / 1e6]
+    if bandwidth_gbps:
+        bound = bandwidth_gbps * 1e9 / weight_bytes
+        figures["bound_tps"] = [bound]
+        if figures.get("decode1_tps"):
+            figures["bound_pct"] = [100 * statistics.median(figures["decode1_tps"]) / bound]
+
+
+def table(rows: list[Row], figures_by_engine: dict[str, dict[str, list[float] | str]]) -> list[str]:
+    """Cells are ``median [min-max]``; an engine left out is "-", a figure it cannot give "n/a"."""
+    header = "figure".ljust(LABEL_WIDTH) + "".join(TITLES[e].rjust(CELL_WIDTH) for e in ENGINES)
+    lines = [header + "ours vs llama.cpp".rjust(20), "-" * (len(header) + 20)]
+    for row in rows:
+        cells = [_cell(figures_by_engine.get(engine), row.key) for engine in ENGINES]
+        ratio = _ratio(row, figures_by_engine.get("ours"), figures_by_engine.get("llamacpp"))
+        lines.append(row.label.ljust(LABEL_WIDTH) + "".join(c.rjust(CELL_WIDTH) for c in cells) + ratio.rjust(20))
+    return lines
+
+
+def _cell(figures, key: str) -> str:
+    if figures is None:
+        return "-"
+    values = figures.get(key)
+    if isinstance(values, str):
+        return values  # "n/a (why)"
+    if not values:
+        return "n/a"
+    if len(values) == 1:
+        return number(values[0])
+    return f"{number(statistics.median(values))} [{number(min(values))}-{number(max(values))}]"
+
+
+def _ratio(row: Row, ours, llama) -> str:
+    if row.better == "info" or not ours or not llama:
+        return ""
+    mine, theirs = ours.get(row.key), llama.get(row.key)
+    if not mine or not theirs or isinstance(mine, str) or isinstance(theirs, str):
+        return ""
+    mine, theirs = statistics.median(mine), statistics.median(theirs)
+    value = mine / theirs if row.better == "higher" else theirs / mine
+    return f"{value:.2f}x"
+
+
+def number(value: float) -> str:
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def write_section(path: Path, command: str, lines: list[str]) -> None:
+    """Put this run's report into ``path`` between the engine.py markers (replaced if there)."""
+    body = "\n".join([
+        SECTION_START,
+        "## Side by side: ours, llama.cpp, transformers (benchmarks/engine.py)",
+        "",
+        f"`{command}`",
+        "",
+        "```",
+        *lines,
+        "```",
+        SECTION_END,
+    ])
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    pattern = re.compile(re.escape(SECTION_START) + ".*?" + re.escape(SECTION_END), re.DOTALL)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: body, text, count=1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + body
+    path.write_text(text.rstrip("\n") + "\n")

@@ -1,0 +1,75 @@
+"""Running one engine's measurements in a fresh subprocess, and the subprocess side of it.
+
+The parent writes a ``WorkerSpec`` as JSON and starts ``python benchmarks/engine.py --worker
+SPEC OUT``; the worker imports only its engine's module (the llama.cpp worker never loads
+torch), measures, and writes its result as JSON to OUT.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from enginebench.spec import WorkerSpec
+
+MODULES = {"ours": "enginebench.ours", "llamacpp": "enginebench.llamacpp",
+           "transformers": "enginebench.hf", "bandwidth": "enginebench.bandwidth"}
+ENTRY = Path(__file__).resolve().parent.parent / "engine.py"
+
+
+@dataclass(frozen=True)
+class WorkerOutcome:
+    result: dict | None  # None when the worker failed
+    returncode: int
+    error: str  # the last lines of its stderr when it failed
+
+    @property
+    def crashed_by_signal(self) -> int | None:
+        return -self.returncode if self.returncode < 0 else None
+
+
+def run_worker(spec: WorkerSpec, timeout_s: float) -> WorkerOutcome:
+    """Run ``spec`` in a subprocess (killed after ``timeout_s``); its stderr passes through."""
+    with tempfile.TemporaryDirectory(prefix="enginebench-") as folder:
+        spec_path, out_path = Path(folder) / "spec.json", Path(folder) / "result.json"
+        spec_path.write_text(spec.to_json())
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(spec.threads),
+               "TOKENIZERS_PARALLELISM": "false"}
+        command = [sys.executable, str(ENTRY), "--worker", str(spec_path), str(out_path)]
+        process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        timer = threading.Timer(timeout_s, process.kill)
+        timer.start()
+        last_lines: collections.deque[str] = collections.deque(maxlen=20)
+        for line in process.stderr:  # progress, passed through as it comes
+            sys.stderr.write(line)
+            last_lines.append(line.rstrip())
+        returncode = process.wait()
+        timed_out = timer.finished.is_set()  # set before cancel() only if the timer fired
+        timer.cancel()
+        if timed_out:
+            return WorkerOutcome(None, returncode, f"timed out after {timeout_s:.0f} s")
+        if returncode != 0 or not out_path.exists():
+            return WorkerOutcome(None, returncode, _tail(list(last_lines), returncode))
+        return WorkerOutcome(json.loads(out_path.read_text()), 0, "")
+
+
+def worker_main(spec_path: str, out_path: str) -> None:
+    spec = WorkerSpec.from_json(Path(spec_path).read_text())
+    result = importlib.import_module(MODULES[spec.engine]).measure(spec)
+    Path(out_path).write_text(json.dumps(result))
+
+
+def _tail(lines: list[str], returncode: int) -> str:
+    lines = [line for line in lines if line.strip()]
+    if returncode < 0:
+        return f"killed by {signal.Signals(-returncode).name}" + (f": {lines[-1]}" if lines else "")
+    return lines[-1] if lines else f"exit status {returncode}"

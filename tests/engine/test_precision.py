@@ -1,0 +1,110 @@
+"""The precision plan: kernels per tensor and phase by hardware, forced precisions, exact int4."""
+
+from __future__ import annotations
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from mcp.engine.precision import Hardware, TensorPlan, resolve
+from mcp.engine.quant import int4pack
+from mcp.engine.quant.dequant import dequantize
+from mcp.modelfile.reader import open_model
+from mcp.modelfile.spec import PrecisionPlan, TensorSpec
+from mcp.runtime.errors import ConfigError
+
+AMX = Hardware("cpu", "AVX512", native_bf16=True, amx=True)
+ZEN3 = Hardware("cpu", "AVX2", native_bf16=False, amx=False)
+H100 = Hardware("cuda", "AVX512", native_bf16=True, amx=False, cuda_capability=(9, 0))
+TENSORS = (
+    TensorSpec("model.embed_tokens.weight", "q8_0", (49152, 576), ""),
+    TensorSpec("model.layers.0.input_layernorm.weight", "f32", (576,), ""),
+    TensorSpec("model.layers.0.self_attn.q_proj.weight", "q4_1", (576, 576), ""),
+    TensorSpec("model.layers.0.mlp.down_proj.weight", "int4", (576, 1536), "", layout="avx512"),
+    TensorSpec("model.layers.0.mlp.up_proj.weight", "q6_k", (1536, 768), ""),
+    TensorSpec("model.layers.0.self_attn.k_proj.weight", "q4_0", (40, 576), ""),  # rows not packable
+)
+Q_PROJ, DOWN, UP, K_PROJ = (t.name for t in TENSORS[2:])
+
+
+def test_auto_on_a_cpu_with_native_bf16():
+    plan = resolve(TENSORS, PrecisionPlan(), AMX)
+    assert "model.layers.0.input_layernorm.weight" not in plan.by_tensor  # 1-D stays fp32
+    assert plan.by_tensor[Q_PROJ] == plan.by_tensor[DOWN] == TensorPlan("int4pack", "dense-bf16")
+    assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("dense-bf16", "dense-bf16")
+    assert plan.by_tensor[UP] == TensorPlan("dense-bf16", "dense-bf16")  # Q6_K keeps precision
+    assert plan.by_tensor[K_PROJ] == TensorPlan("dense-bf16", "dense-bf16")
+    assert plan.activations == "bf16"
+    assert plan.summary() == "dense-bf16×3 int4pack×2 / act bf16"
+
+
+def test_auto_on_a_cpu_without_native_bf16_prefills_in_fp32():
+    plan = resolve(TENSORS, PrecisionPlan(), ZEN3)
+    assert plan.by_tensor[Q_PROJ] == TensorPlan("int4pack", "dense-fp32")
+    assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("dense-bf16", "dense-bf16")
+    assert plan.activations == "fp32"
+
+
+def test_auto_on_cuda_uses_dense_bf16():
+    plan = resolve(TENSORS, PrecisionPlan(), H100)
+    assert set(plan.by_tensor.values()) == {TensorPlan("dense-bf16", "dense-bf16")}
+    assert plan.hardware == "cuda sm_90"
+
+
+@pytest.mark.parametrize("forced", ["fp32", "bf16", "f16"])
+def test_forced_dense_precision_applies_everywhere(forced):
+    plan = resolve(TENSORS, PrecisionPlan(), AMX, forced=forced)
+    assert set(plan.by_tensor.values()) == {TensorPlan(f"dense-{forced}", f"dense-{forced}")}
+    assert plan.activations == forced
+
+
+def test_file_plan_and_config_overrides_by_pattern():
+    file_plan = PrecisionPlan(default="auto", overrides=(("*.mlp.*", "fp32"),))
+    plan = resolve(TENSORS, file_plan, AMX, overrides=(("*.q_proj.weight", "bf16"),))
+    assert plan.by_tensor[Q_PROJ] == TensorPlan("dense-bf16", "dense-bf16")
+    assert plan.by_tensor[DOWN] == TensorPlan("dense-fp32", "dense-fp32")
+    forced = resolve(TENSORS, file_plan, AMX, forced="int4")  # config beats the file's overrides
+    assert forced.by_tensor[DOWN] == TensorPlan("int4pack", "dense-bf16")
+    assert forced.by_tensor["model.embed_tokens.weight"] == TensorPlan("dense-bf16", "dense-bf16")
+
+
+def test_unknown_precisions_are_config_errors():
+    with pytest.raises(ConfigError, match="precision must be one of"):
+        resolve(TENSORS, PrecisionPlan(), AMX, forced="int3")
+    with pytest.raises(ConfigError, match="precision override '\\*': 'fp8'"):
+        resolve(TENSORS, PrecisionPlan(), AMX, overrides=(("*", "fp8"),))
+
+
+def test_hardware_detection_reads_this_machine():
+    hardware = Hardware.detect(torch.device("cpu"))
+    assert hardware.device_type == "cpu"
+    assert hardware.cpu_capability == torch.backends.cpu.get_cpu_capability()
+    flags = open("/proc/cpuinfo").read()
+    assert hardware.amx == ("amx_bf16" in flags)
+    assert hardware.native_bf16 == ("amx_bf16" in flags or "avx512_bf16" in flags)
+
+
+def test_pulled_model_int4_reproduces_the_gguf_weights_exactly(smollm2_auto_mcp, smollm2_mcp):
+    """Every int4 tensor of the `auto` file equals the GGUF's own dequantized values."""
+    checked = 0
+    with open_model(smollm2_auto_mcp, verify=True) as auto, open_model(smollm2_mcp) as source:
+        for spec in auto.header.tensors:
+            if spec.encoding != "int4":
+                continue
+            codes = int4pack.unpack(auto.tensor(spec.name), spec.layout)
+            ours = int4pack.dequantize_int4(codes, auto.tensor(spec.name + ".qparams"))
+            src = source.header.tensor(spec.name)
+            assert src.encoding == "q4_1"
+            theirs = dequantize(source.tensor(spec.name), src.encoding, src.shape)  # == gguf.quants (test_dequant)
+            assert torch.equal(ours.view(torch.int32), theirs.view(torch.int32)), spec.name
+            checked += 1
+    assert checked == 210
+
+
+def test_engine_dequantizer_is_ggufs_on_the_real_file(smollm2_gguf):
+    reader = gguf.GGUFReader(smollm2_gguf)
+    tensor = next(t for t in reader.tensors if t.name == "blk.3.ffn_up.weight")
+    rows, cols = int(tensor.shape[1]), int(tensor.shape[0])
+    ours = dequantize(torch.from_numpy(np.array(tensor.data)).reshape(rows, -1), "q4_1", (rows, cols))
+    assert np.array_equal(ours.numpy(), gguf.quants.dequantize(np.array(tensor.data), tensor.tensor_type).reshape(rows, cols))
