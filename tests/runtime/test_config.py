@@ -98,3 +98,16 @@ def test_num_threads_is_applied_to_torch():
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_precision_overrides_and_prefill_cache(tmp_path):
+    config = load_config(write(tmp_path, """
+runtime:
+  precision: int4
+  precision_overrides: {"lm_head.weight": fp32, "*.mlp.*": bf16}
+  cache_prefill_weights: true
+"""))
+    assert config.precision == "int4" and config.cache_prefill_weights
+    assert config.precision_overrides == (("lm_head.weight", "fp32"), ("*.mlp.*", "bf16"))
+    with pytest.raises(ConfigError, match="runtime.precision_overrides.x"):
+        load_config(write(tmp_path, "runtime:\n  precision_overrides: {x: fp8}\n"))

@@ -25,7 +25,9 @@ class _Strict(pydantic.BaseModel):
 class RuntimeSection(_Strict):
     device: str = "auto"
     num_threads: int | Literal["auto"] = "auto"
-    precision: Literal["auto", "fp32", "bf16", "f16"] = "auto"
+    precision: Literal["auto", "fp32", "bf16", "f16", "int4"] = "auto"
+    precision_overrides: dict[str, Literal["auto", "fp32", "bf16", "f16", "int4"]] = {}
+    cache_prefill_weights: bool = False
     max_context: int | Literal["auto"] = "auto"
     verify_models: bool = False
     model_dir: str | None = None
@@ -74,6 +76,8 @@ class RuntimeConfig:
     device: str = "auto"
     num_threads: int | None = None  # None: all cores this process may use
     precision: str = "auto"
+    precision_overrides: tuple[tuple[str, str], ...] = ()  # (fnmatch pattern, precision), first wins
+    cache_prefill_weights: bool = False
     max_context: int | None = None
     verify_models: bool = False
     model_dir: Path = field(default_factory=Path.cwd)
@@ -135,6 +139,8 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
         device=rt.device,
         num_threads=None if rt.num_threads == "auto" else rt.num_threads,
         precision=rt.precision,
+        precision_overrides=tuple(rt.precision_overrides.items()),
+        cache_prefill_weights=rt.cache_prefill_weights,
         max_context=None if rt.max_context == "auto" else rt.max_context,
         verify_models=rt.verify_models,
         model_dir=(base_dir / rt.model_dir).resolve() if rt.model_dir else base_dir,

@@ -68,7 +68,9 @@ class Session:
         options = EngineOptions(
             device=device or self.config.device,
             precision=precision or self.config.precision,
+            precision_overrides=self.config.precision_overrides,
             max_context=self.config.max_context,
+            cache_prefill_weights=self.config.cache_prefill_weights,
         )
         check = self.config.verify_models if verify is None else verify
         with open_model(path, verify=check) as model_file:
