@@ -77,7 +77,7 @@ def test_kquant_model_matches_transformers(tmp_path):
     from transformers import AutoModelForCausalLM
 
     write_kquant_gguf(tmp_path / "kquant.gguf", np.random.default_rng(0))
-    header = compile_model(tmp_path / "kquant.gguf", tmp_path / "kquant.mcp")
+    header = compile_model(tmp_path / "kquant.gguf", tmp_path / "kquant.mcp", precision="source")
     assert {s.encoding for s in header.tensors} == {"q4_k", "q5_k", "q6_k", "f32"}
     with open_model(tmp_path / "kquant.mcp", verify=True) as model_file:
         engine = NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))

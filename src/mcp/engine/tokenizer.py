@@ -8,6 +8,8 @@ that keeps non-ASCII text), so a prompt formats to the same string here and ther
 
 from __future__ import annotations
 
+import functools
+
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -39,7 +41,15 @@ class Tokenizer:
 
     @classmethod
     def from_spec(cls, spec: TokenizerSpec) -> Tokenizer:
-        """Load the serialized tokenizer; BOS/EOS are added as the spec's flags say."""
+        """Load the serialized tokenizer; BOS/EOS are added as the spec's flags say.
+
+        A Tokenizer never changes once built, so loads of the same model (a hot swap, a
+        reload) share one: parsing the vocabulary is most of a warm model load.
+        """
+        return _tokenizer_for(spec)
+
+    @classmethod
+    def _build(cls, spec: TokenizerSpec) -> Tokenizer:
         try:
             backend = tokenizers.Tokenizer.from_str(spec.tokenizer_json)
         except Exception as exc:  # tokenizers raises plain Exception on a bad serialization
@@ -50,6 +60,7 @@ class Tokenizer:
         backend.no_padding()
         backend.post_processor = _special_tokens_processor(spec)
         return cls(backend, spec)
+
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Token ids of ``text``; special-token strings in it become their special tokens."""
@@ -134,6 +145,11 @@ class IncrementalDecoder:
         start, read = self._prefix_offset, self._read_offset
         prefix_text = decode(self._ids[start:read], skip_special_tokens=self._skip)
         return prefix_text, decode(self._ids[start:], skip_special_tokens=self._skip)
+
+
+@functools.lru_cache(maxsize=8)
+def _tokenizer_for(spec: TokenizerSpec) -> Tokenizer:
+    return Tokenizer._build(spec)
 
 
 def _special_tokens_processor(spec: TokenizerSpec) -> processors.TemplateProcessing:

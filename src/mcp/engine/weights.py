@@ -15,7 +15,7 @@ from mcp.engine.precision import DECODE_MAX_ROWS, TORCH_DTYPES, ResolvedPlan
 from mcp.engine.quant import int4pack
 from mcp.engine.quant.dequant import dequantize
 from mcp.modelfile.reader import ModelFile
-from mcp.modelfile.spec import DENSE_ENCODINGS, SCALE_ZERO_SUFFIX, TensorSpec
+from mcp.modelfile.spec import DENSE_ENCODINGS, QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, TensorSpec
 
 
 class ModelWeights:
@@ -64,9 +64,9 @@ class ModelWeights:
             if stored.dtype == dtype and self._device.type == "cpu":
                 return stored  # the memory map itself; weights are never written
             return stored.to(device=self._device, dtype=dtype)
-        if spec.encoding == "int4":
-            packed, scale_zero = self._int4(spec)
-            values = int4pack.dequantize_kernel_form(packed, int4pack.runtime_layout(), scale_zero)
+        if spec.encoding == "int4":  # the exact values, from the f32 scale/offset
+            codes = int4pack.unpack(stored, spec.layout or int4pack.runtime_layout())
+            values = int4pack.dequantize_int4(codes, self._file.tensor(spec.name + QPARAMS_SUFFIX))
             return values.to(device=self._device, dtype=dtype)
         return dequantize(stored, spec.encoding, spec.shape, dtype=torch.float32).to(device=self._device, dtype=dtype)
 

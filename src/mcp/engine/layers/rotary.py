@@ -7,6 +7,7 @@ load; a step only gathers rows.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -54,11 +55,9 @@ class RotaryEmbedding(torch.nn.Module):
 
     def __init__(self, inv_freq: torch.Tensor, max_positions: int, dtype: torch.dtype) -> None:
         super().__init__()
-        positions = torch.arange(max_positions, dtype=torch.float32)
-        freqs = torch.outer(positions, inv_freq)  # [P, D/2]
-        emb = torch.cat((freqs, freqs), dim=-1)  # [P, D]
-        self.register_buffer("cos", emb.cos().to(dtype), persistent=False)
-        self.register_buffer("sin", emb.sin().to(dtype), persistent=False)
+        cos, sin = _tables(tuple(inv_freq.tolist()), max_positions, dtype)
+        self.register_buffer("cos", cos, persistent=False)
+        self.register_buffer("sin", sin, persistent=False)
 
     def forward(
         self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor
@@ -72,3 +71,12 @@ class RotaryEmbedding(torch.nn.Module):
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+@functools.lru_cache(maxsize=8)
+def _tables(inv_freq: tuple[float, ...], max_positions: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos/sin [P, D] for every position, shared by every model with the same RoPE (read-only)."""
+    positions = torch.arange(max_positions, dtype=torch.float32)
+    freqs = torch.outer(positions, torch.tensor(inv_freq, dtype=torch.float32))  # [P, D/2]
+    cos, sin = freqs.cos(), freqs.sin()
+    return torch.cat((cos, cos), dim=-1).to(dtype), torch.cat((sin, sin), dim=-1).to(dtype)
