@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from mcp.modelfile import catalog
+from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 from mcp.runtime.errors import DownloadError, ModelNotFoundError
 
@@ -79,6 +80,10 @@ def test_pull_compiles_into_the_cache_and_reuses_it(home, monkeypatch, smollm2_g
         assert model_file.header.lineage.license == "Apache-2.0"
     mtime = path.stat().st_mtime_ns
     assert catalog.pull(ENTRY.name) == path and path.stat().st_mtime_ns == mtime
+    compile_model(home / "sources" / ENTRY.gguf_name, path, precision="source")  # an older kind of file
+    assert catalog.pull(ENTRY.name) == path
+    with open_model(path) as model_file:
+        assert model_file.header.lineage.recipe["precision"] == "auto"  # rebuilt as pull compiles
     path.write_bytes(b"damaged")  # a damaged cache entry is rebuilt, not trusted
     assert catalog.pull(ENTRY.name) == path
     with open_model(path, verify=True) as model_file:

@@ -143,7 +143,7 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
     if target.exists() and not force:
         try:
             with open_model(target) as existing:
-                if existing.header.lineage.source_sha256 == entry.gguf_sha256:
+                if _is_current(existing.header, entry):
                     return target
         except ModelFormatError:
             pass  # stale or damaged: compile it again
@@ -151,3 +151,15 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     compile_model(source, target, name=name, license=entry.license)
     return target
+
+
+def _is_current(header, entry: CatalogEntry) -> bool:
+    """Made from this entry's source by an ``auto`` compile for this CPU's int4 byte order."""
+    from mcp.engine.quant.int4pack import runtime_layout
+
+    layouts = {spec.layout for spec in header.tensors if spec.layout}
+    return (
+        header.lineage.source_sha256 == entry.gguf_sha256
+        and header.lineage.recipe.get("precision") == "auto"
+        and layouts <= {runtime_layout()}
+    )
