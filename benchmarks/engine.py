@@ -5,10 +5,9 @@ Same model (SmolLM2-135M-Instruct Q4_1: llama.cpp and transformers load the GGUF
 runs in its own subprocess (so peak RSS and the cold load are its own); each figure is the
 median, min and max of several runs. See benchmarks/README.md for what each figure means.
 
-    .venv/bin/pip install -c constraints/cpu.txt -e '.[test,llamacpp]'   # once: builds llama.cpp
+    make install && .venv/bin/pip install -c constraints/cpu.txt -e '.[llamacpp]'   # once: builds llama.cpp
     .venv/bin/python benchmarks/engine.py [--quick] [--engines ours,llamacpp,transformers]
-                                          [--runs N] [--threads N] [--mcp FILE] [--json FILE]
-                                          [--write-results [RESULTS.md]]
+        [--runs N] [--threads N] [--mcp FILE] [--wait-quiet S] [--json FILE] [--write-results [FILE]]
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ import datetime
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -30,11 +30,13 @@ sys.path.insert(0, str(HERE))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from enginebench import report  # noqa: E402
+from enginebench.measure import OtherLoad, wait_until_quiet  # noqa: E402
 from enginebench.spec import DECODE_PROMPTS, Settings, WorkerSpec, build_prompts  # noqa: E402
 from enginebench.worker import run_worker, worker_main  # noqa: E402
 
 PACKAGES = ("mcp2026", "torch", "llama-cpp-python", "transformers", "numpy")
 WORKER_TIMEOUT_S = {"quick": 900, "full": 3600}
+NOISY_SHARE = 0.10  # others using more than this share of the cores makes a run unreliable
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -45,15 +47,14 @@ def main(argv: list[str] | None = None) -> None:
     settings = Settings.quick() if args.quick else Settings.full()
     if args.runs:
         settings = dataclasses.replace(settings, runs=args.runs)
+    if args.wait_quiet is None:
+        args.wait_quiet = 0 if args.quick else 300
     with tempfile.TemporaryDirectory(prefix="enginebench-model-") as folder:
         base, model_line = _prepare(args, settings, Path(folder))
         bandwidth = _run_bandwidth(base)
-        results, load_averages = {}, {}
-        for engine in args.engines:
-            load_averages[engine] = os.getloadavg()
-            results[engine] = _run_engine(engine, base, "quick" if args.quick else "full")
+        results, others = _run_engines(args, base)
     command = _command_line(argv)
-    lines = _render(command, settings, base, model_line, bandwidth, results, load_averages)
+    lines = _render(command, settings, base, model_line, bandwidth, results, others)
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps({"command": command, "settings": dataclasses.asdict(settings),
@@ -71,6 +72,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, help="runs per figure (default 5, --quick 2)")
     parser.add_argument("--threads", type=int, default=2, help="threads for every engine (default 2)")
     parser.add_argument("--mcp", help="measure this .mcp instead of compiling the GGUF with this checkout")
+    parser.add_argument("--wait-quiet", type=float, metavar="SECONDS",
+                        help="before each engine, wait up to SECONDS for other processes to use under 10%% "
+                             "of the cores (default 300, --quick 0)")
     parser.add_argument("--json", help="also write every raw sample to this file")
     parser.add_argument("--write-results", nargs="?", const=str(HERE / "RESULTS.md"), metavar="FILE",
                         help="put the report into FILE's engine.py section (default benchmarks/RESULTS.md)")
@@ -111,6 +115,19 @@ def _prepare(args, settings: Settings, folder: Path) -> tuple[WorkerSpec, str]:
     return spec, line
 
 
+def _run_engines(args, base: WorkerSpec) -> tuple[dict, dict]:
+    """Each engine's results, and the share of the cores others used while it ran."""
+    results, others = {}, {}
+    for engine in args.engines:
+        if args.wait_quiet:
+            waited, share = wait_until_quiet(args.wait_quiet, NOISY_SHARE)
+            print(f"[{engine}] waited {waited:.0f} s for a quiet machine (others {share or 0:.0%})", file=sys.stderr)
+        watch = OtherLoad()
+        results[engine] = _run_engine(engine, base, "quick" if args.quick else "full")
+        others[engine] = watch.share()
+    return results, others
+
+
 def _run_bandwidth(base: WorkerSpec) -> dict:
     outcome = run_worker(dataclasses.replace(base, engine="bandwidth"), timeout_s=600)
     return outcome.result["info"] if outcome.result else {"error": outcome.error}
@@ -123,13 +140,13 @@ def _run_engine(engine: str, base: WorkerSpec, mode: str) -> dict:
                          "-e '.[llamacpp]' (compiles llama.cpp once, about 8 minutes on 2 cores)"}
     spec = dataclasses.replace(base, engine=engine)
     outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
-    if engine == "llamacpp" and outcome.crashed_by_signal == 11:
+    if engine == "llamacpp" and outcome.returncode == -signal.SIGSEGV:
         # ggml's AMX matmul segfaults on some AMX machines (ggml-org/llama.cpp#20824).
         spec = dataclasses.replace(spec, options={"use_extra_bufts": False})
         outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
         if outcome.result:
             outcome.result["notes"].append(
-                "llama.cpp segfaulted in ggml_backend_amx_mul_mat with its defaults (ggml-org/llama.cpp#20824); "
+                "with its defaults it segfaulted (ggml_backend_amx_mul_mat, ggml-org/llama.cpp#20824); "
                 "measured with use_extra_bufts=False, which turns off its AMX and CPU-repack weight buffers")
     if outcome.result is None:
         return {"error": outcome.error}
@@ -144,7 +161,7 @@ def _run_engine(engine: str, base: WorkerSpec, mode: str) -> dict:
     return result
 
 
-def _render(command, settings, base, model_line, bandwidth, results, load_averages) -> list[str]:
+def _render(command, settings, base, model_line, bandwidth, results, others) -> list[str]:
     ours_info = (results.get("ours") or {}).get("info", {})
     any_info = next((r["info"] for r in results.values() if "info" in r), {})
     info = ours_info or any_info
@@ -161,22 +178,31 @@ def _render(command, settings, base, model_line, bandwidth, results, load_averag
         + (" (--quick)" if settings.runs < 5 or settings.decode_tokens < 128 else ""),
         f"command: {command}",
         f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        f"cpu: {_cpu_model()}, {len(os.sched_getaffinity(0))} cores usable, "
-        f"torch cpu capability {bandwidth.get('cpu_capability', '?')}",
+        (f"cpu: {_cpu_model()}, {len(os.sched_getaffinity(0))} cores usable, "
+         f"torch cpu capability {bandwidth.get('cpu_capability', '?')}"),
         "versions: " + ", ".join(f"{name} {_version(name)}" for name in PACKAGES) + f", git {_git_revision()}",
         model_line,
         _prompt_line(settings, results),
         f"memory read bandwidth: {_bandwidth_line(bandwidth)}",
-        "load average (1/5/15 min) before each engine: "
-        + "; ".join(f"{report.TITLES[e]} {a[0]:.1f}/{a[1]:.1f}/{a[2]:.1f}" for e, a in load_averages.items()),
+        _others_line(others),
         "",
-        *report.table(rows, {e: figures.get(e) for e in results}),
+        *report.table(rows, {e: figures.get(e) for e in results}, {e: r.get("marks", {}) for e, r in results.items()}),
         "",
         "ratio: speed rows ours/llama.cpp, time and memory rows llama.cpp/ours: > 1 means ours is better",
-        f"aggregate decode: {settings.batch_tokens} tokens per sequence, greedy, EOS ignored; "
-        "prompts are the first N of the benchmark's short prompts",
+        (f"aggregate decode: {settings.batch_tokens} tokens per sequence, greedy, EOS ignored; "
+         "prompts are the first N of the benchmark's short prompts"),
     ]
     return lines + _notes(results, ours_info, gbps)
+
+
+def _others_line(others: dict[str, float | None]) -> str:
+    shares = {e: s for e, s in others.items() if s is not None}
+    line = ("other processes' CPU use while each engine ran (share of all cores): "
+            + ", ".join(f"{report.TITLES[e]} {s:.0%}" for e, s in shares.items()))
+    busy = [report.TITLES[e] for e, s in shares.items() if s > NOISY_SHARE]
+    if busy:
+        line += f"\nWARNING: the machine was busy while {', '.join(busy)} ran: those figures are unreliable; rerun"
+    return line
 
 
 def _prompt_line(settings: Settings, results: dict) -> str:
@@ -242,7 +268,7 @@ def _version(package: str) -> str:
 
 def _git_revision() -> str:
     def git(*command: str) -> str:
-        return subprocess.run(["git", *command], cwd=HERE, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(["git", *command], cwd=HERE, capture_output=True, text=True, check=False).stdout.strip()
 
     revision = git("rev-parse", "--short", "HEAD") or "unknown"
     return revision + (" (uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else "")

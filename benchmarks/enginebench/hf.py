@@ -106,15 +106,17 @@ def _measure_batches(model, tokenizer, spec: WorkerSpec, result: dict) -> None:
     settings = spec.settings
     tokenizer.padding_side = "left"
     for size in settings.batch_sizes:
-        def batch_once() -> float:
-            started = now()
-            ids = tokenizer(list(DECODE_PROMPTS[:size]), add_special_tokens=False, padding=True, return_tensors="pt")
-            out = model.generate(**ids, max_new_tokens=settings.batch_tokens,
-                                 min_new_tokens=settings.batch_tokens, do_sample=False)
-            return (out.shape[1] - ids.input_ids.shape[1]) * size / (now() - started)
+        prompts = list(DECODE_PROMPTS[:size])
+        samples = repeat(settings.runs, lambda prompts=prompts: _batch_once(model, tokenizer, prompts, settings.batch_tokens))
+        result["figures"][f"decode_b{size}_tps"] = samples
+        log("transformers", f"aggregate decode batch {size}: {samples}")
 
-        result["figures"][f"decode_b{size}_tps"] = repeat(settings.runs, batch_once)
-        log("transformers", f"aggregate decode batch {size}: {result['figures'][f'decode_b{size}_tps']}")
+
+def _batch_once(model, tokenizer, prompts: list[str], num_tokens: int) -> float:
+    started = now()
+    ids = tokenizer(prompts, add_special_tokens=False, padding=True, return_tensors="pt")
+    out = model.generate(**ids, max_new_tokens=num_tokens, min_new_tokens=num_tokens, do_sample=False)
+    return (out.shape[1] - ids.input_ids.shape[1]) * len(prompts) / (now() - started)
 
 
 def _warm_loads(spec: WorkerSpec) -> list[float]:

@@ -29,7 +29,6 @@ def measure(spec: WorkerSpec) -> dict:
     import numpy
 
     result["figures"]["rss_imports_mib"] = [memory_mib()["rss"]]
-
     result["info"]["resident_after_drop"] = drop_from_page_cache(spec.gguf_path)
     started = now()
     llm = _load(spec)
@@ -124,7 +123,7 @@ def _measure_batches(llm, spec: WorkerSpec, result: dict, llama_cpp, numpy) -> N
     context = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
     batch = _internals.LlamaBatch(n_tokens=params.n_batch, embd=0, n_seq_max=1, verbose=False)
     for size in settings.batch_sizes:
-        def batch_once() -> float:
+        def batch_once(size=size) -> float:
             started = now()
             count = _decode_batch(context, batch, prompts[:size], settings.batch_tokens, llm.n_vocab(), llama_cpp, numpy)
             return count / (now() - started)
@@ -169,4 +168,5 @@ def _warm_loads(llm, spec: WorkerSpec) -> list[float]:
         started = now()
         llm = _load(spec)
         times.append((now() - started) * 1000)
+    llm.close()
     return times

@@ -98,3 +98,50 @@ def resident_fraction(path: str) -> float | None:
 def log(engine: str, message: str) -> None:
     """Progress on stderr (stdout carries nothing; results go back as a JSON file)."""
     print(f"[{engine}] {message}", file=sys.stderr, flush=True)
+
+
+class OtherLoad:
+    """How much of the machine other processes used while we measured.
+
+    The machine's busy CPU time (/proc/stat) minus this process's and its finished
+    children's (the workers'), over the cores times the wall time. Others' load is the
+    main source of noise in these figures; it is reported next to them.
+    """
+
+    def __init__(self) -> None:
+        self._start = self._sample()
+
+    def share(self) -> float | None:
+        """Fraction of all cores others kept busy since construction (None off Linux)."""
+        end = self._sample()
+        if end is None or self._start is None:
+            return None
+        busy, ours, wall = (e - s for e, s in zip(end, self._start))
+        return max(0.0, (busy - ours) / (wall * os.cpu_count())) if wall > 0 else None
+
+    @staticmethod
+    def _sample() -> tuple[float, float, float] | None:
+        try:
+            with open("/proc/stat") as handle:
+                fields = [int(v) for v in handle.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        ticks = os.sysconf("SC_CLK_TCK")
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / ticks  # all but idle and iowait
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        ours = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+        return busy, ours, now()
+
+
+def wait_until_quiet(max_wait_s: float, threshold: float, window_s: float = 5.0) -> tuple[float, float | None]:
+    """Wait (at most ``max_wait_s``) for a ``window_s`` in which others use under ``threshold``
+    of the cores; (seconds waited, their share in the last window)."""
+    started = now()
+    while True:
+        watch = OtherLoad()
+        time.sleep(window_s)
+        share = watch.share()
+        waited = now() - started
+        if share is None or share < threshold or waited >= max_wait_s:
+            return waited, share

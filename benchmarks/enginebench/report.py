@@ -51,12 +51,18 @@ def add_derived(figures: dict[str, list[float]], info: dict, bandwidth_gbps: flo
             figures["bound_pct"] = [100 * statistics.median(figures["decode1_tps"]) / bound]
 
 
-def table(rows: list[Row], figures_by_engine: dict[str, dict[str, list[float] | str]]) -> list[str]:
-    """Cells are ``median [min-max]``; an engine left out is "-", a figure it cannot give "n/a"."""
+def table(rows: list[Row], figures_by_engine: dict[str, dict[str, list[float] | str]],
+          marks: dict[str, dict[str, str]] | None = None) -> list[str]:
+    """Cells are ``median [min-max]``; an engine left out is "-", a figure it cannot give "n/a".
+
+    ``marks[engine][figure]`` is appended to that cell (a footnote sign).
+    """
+    marks = marks or {}
     header = "figure".ljust(LABEL_WIDTH) + "".join(TITLES[e].rjust(CELL_WIDTH) for e in ENGINES)
     lines = [header + "ours vs llama.cpp".rjust(20), "-" * (len(header) + 20)]
     for row in rows:
-        cells = [_cell(figures_by_engine.get(engine), row.key) for engine in ENGINES]
+        cells = [_cell(figures_by_engine.get(engine), row.key) + marks.get(engine, {}).get(row.key, "")
+                 for engine in ENGINES]
         ratio = _ratio(row, figures_by_engine.get("ours"), figures_by_engine.get("llamacpp"))
         lines.append(row.label.ljust(LABEL_WIDTH) + "".join(c.rjust(CELL_WIDTH) for c in cells) + ratio.rjust(20))
     return lines

@@ -30,11 +30,7 @@ ENTRY = Path(__file__).resolve().parent.parent / "engine.py"
 class WorkerOutcome:
     result: dict | None  # None when the worker failed
     returncode: int
-    error: str  # the last lines of its stderr when it failed
-
-    @property
-    def crashed_by_signal(self) -> int | None:
-        return -self.returncode if self.returncode < 0 else None
+    error: str  # why it failed: its last stderr line, the signal that killed it, or the timeout
 
 
 def run_worker(spec: WorkerSpec, timeout_s: float) -> WorkerOutcome:

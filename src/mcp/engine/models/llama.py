@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from mcp.engine.kv.cache import KVCache
-from mcp.engine.layers.attention import Attention
+from mcp.engine.layers.attention import Attention, AttentionInputs
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
 from mcp.engine.layers.rotary import RotaryEmbedding, inverse_frequencies
@@ -33,8 +33,8 @@ class DecoderLayer(torch.nn.Module):
         )
         self.mlp = SwiGLU(*(weights.linear(f"{prefix}.mlp.{p}_proj") for p in ("gate", "up", "down")))
 
-    def forward(self, x, positions, rotary, cache, start):
-        x = x + self.self_attn(self.input_layernorm(x), positions, rotary, cache, start)
+    def forward(self, x, rotary, cache, inputs):
+        x = x + self.self_attn(self.input_layernorm(x), rotary, cache, inputs)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -55,17 +55,20 @@ class LlamaForCausalLM(torch.nn.Module):
         self.rotary = RotaryEmbedding(inv_freq, max_positions, dtype).to(self.embed_tokens.device)
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:
+        """A zeroed KV cache for ``batch_size`` sequences of up to ``max_len`` tokens each."""
         arch = self.arch
-        return KVCache(arch.num_layers, batch_size, arch.num_kv_heads, max_len, arch.head_dim,
-                       self.dtype, self.embed_tokens.device)
+        return KVCache.allocate(arch.num_layers, batch_size, arch.num_kv_heads, max_len, arch.head_dim,
+                                self.dtype, self.embed_tokens.device)
 
-    def forward(
-        self, input_ids: torch.Tensor, positions: torch.Tensor, cache: KVCache, start: int
-    ) -> torch.Tensor:
-        """Run the new tokens [B, T] through the decoder; returns final hidden states [B, T, hidden]."""
+    def forward(self, input_ids: torch.Tensor, cache: KVCache, inputs: AttentionInputs) -> torch.Tensor:
+        """Run new tokens [B, T] through the decoder; returns final hidden states [B, T, hidden].
+
+        Row b is the cache's live row b; ``inputs`` (built once per forward by
+        ``attention_inputs``) gives the new tokens' positions, which are their cache slots.
+        """
         x = torch.nn.functional.embedding(input_ids, self.embed_tokens).to(self.dtype)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, positions, self.rotary, cache[i], start)
+        for layer, layer_cache in zip(self.layers, cache.layers):
+            x = layer(x, self.rotary, layer_cache, inputs)
         return self.norm(x)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:

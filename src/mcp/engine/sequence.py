@@ -1,0 +1,90 @@
+"""One sequence's generation state, and what one step of it produces.
+
+A ``SequenceState`` turns its row of logits into a token with its own sampler, releases the
+text that token completes (whole characters only, stop strings held back) and decides
+whether the sequence is finished. A batch holds one per prompt, so every sequence keeps
+its own seed, stops and budget however it is batched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from mcp.engine.sampler import Sampler, SamplingParams
+from mcp.engine.stop import StopChecker
+from mcp.engine.tokenizer import Tokenizer
+
+
+@dataclass(frozen=True)
+class StepOutput:
+    """One generated token and the text it releases (text may be held back: "")."""
+
+    token_id: int
+    text: str
+    logprob: float | None
+    top_logprobs: tuple[tuple[int, float], ...]
+    finish_reason: str | None  # None while generating; then "stop", "length" or "cancelled"
+
+
+class SequenceState:
+    """One prompt's generation state: its sampler, detokenizer and stop checks."""
+
+    def __init__(
+        self, index: int, prompt_ids: list[int], params: SamplingParams, budget: int,
+        tokenizer: Tokenizer, device: torch.device,
+    ) -> None:
+        self.index = index
+        self.prompt_ids = prompt_ids
+        self.budget = budget
+        self.max_len = len(prompt_ids) + budget
+        self.sampler = Sampler(params, device)
+        self.detokenizer = tokenizer.incremental_decoder(skip_special_tokens=True)
+        self.stopper = StopChecker(params.stop)
+        self.stop_ids = set(params.stop_token_ids)
+        if not params.ignore_eos:
+            self.stop_ids.update(tokenizer.eos_token_ids)
+        self.generated_ids: list[int] = []
+        self.num_cached = 0  # tokens in its KV cache row
+        self.finished = False
+
+    def advance(self, logits: torch.Tensor, cancelled: Callable[[], bool]) -> StepOutput:
+        """Sample the next token from ``logits`` [vocab] and say what it releases."""
+        token = self.sampler.sample(logits, self.prompt_ids, self.generated_ids)
+        self.generated_ids.append(token.token_id)
+        text, finish = self._release(token.token_id)
+        if finish is None and len(self.generated_ids) == self.budget:
+            finish = "length"
+        if finish is None and cancelled():
+            finish = "cancelled"
+        if finish is not None and self.stopper.matched is None:
+            text += self._drain()
+        self.finished = finish is not None
+        return StepOutput(token.token_id, text, token.logprob, token.top_logprobs, finish)
+
+    def _release(self, token_id: int) -> tuple[str, str | None]:
+        """Text this token releases and, if it ends the sequence, why."""
+        if token_id in self.stop_ids:
+            return "", "stop"
+        text, stopped = self.stopper.feed(self.detokenizer.push(token_id))
+        return text, ("stop" if stopped else None)
+
+    def _drain(self) -> str:
+        """At the end of a sequence not ended by a stop string: release everything held back."""
+        text, stopped = self.stopper.feed(self.detokenizer.flush())
+        return text if stopped else text + self.stopper.flush()
+
+
+class CancelCheck:
+    """``should_cancel`` asked at most once per step, and only when a sequence goes on."""
+
+    def __init__(self, should_cancel: Callable[[], bool] | None) -> None:
+        self._ask = should_cancel
+        self._answer: bool | None = None
+
+    def __call__(self) -> bool:
+        if self._answer is None:
+            self._answer = self._ask is not None and bool(self._ask())
+        return self._answer

@@ -1,0 +1,73 @@
+"""benchmarks/engine.py: a quick run of our engine alone prints every figure, and
+``--write-results`` keeps the rest of RESULTS.md while replacing its own section."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "engine.py"
+sys.path.insert(0, str(SCRIPT.parent))
+
+from enginebench import report  # noqa: E402
+
+NUMBER = r"\d+(?:\.\d+)?"
+CELL = re.compile(rf"^{NUMBER}(?: \[{NUMBER}-{NUMBER}\])?\*?$")  # "*": a fallback footnote
+ROW_PREFIXES = (
+    "prompt processing, 128 tok", "decode, batch 1, 32 tok", "aggregate decode, 8 seqs",
+    "aggregate decode, 32 seqs", "TTFT, 37-token chat prompt", "load, cold", "load, warm",
+    "peak RSS up to batch-1 runs", "peak RSS, whole run", "RSS before loading",
+    "weights read per token", "batch-1 decode bound", "batch-1 decode / bound",
+)
+
+
+@pytest.mark.slow
+def test_quick_run_of_ours_prints_every_figure(tmp_path: Path) -> None:
+    raw = tmp_path / "samples.json"
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--engines", "ours", "--json", str(raw)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[1].startswith("command: ") and lines[1].endswith(f"engine.py --quick --engines ours --json {raw}")
+    for prefix in ROW_PREFIXES:
+        row = next((line for line in lines if line.startswith(prefix)), None)
+        assert row is not None, f"no row {prefix!r} in:\n{done.stdout}"
+        ours, llama, hf = (_cell(row, i) for i in range(3))
+        assert CELL.match(ours), f"ours has no number in {row!r}"
+        assert (llama, hf) == ("-", "-"), row  # engines left out
+    samples = json.loads(raw.read_text())["results"]["ours"]["figures"]
+    assert len(samples["pp_tps"]) == 2 and all(v > 0 for v in samples["pp_tps"])
+    assert len(samples["load_cold_ms"]) == 2  # one fresh process per cold sample
+
+
+def _cell(row: str, column: int) -> str:
+    start = report.LABEL_WIDTH + column * report.CELL_WIDTH
+    return row[start:start + report.CELL_WIDTH].strip()
+
+
+def test_write_section_replaces_only_its_own_section(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# Benchmark results\n\nintro\n\n## Another benchmark\n\nits table\n")
+    report.write_section(results, "python benchmarks/engine.py", ["first run"])
+    report.write_section(results, "python benchmarks/engine.py --runs 7", ["second run", "line 2"])
+    assert results.read_text() == (
+        "# Benchmark results\n\nintro\n\n## Another benchmark\n\nits table\n\n"
+        "<!-- engine.py -->\n"
+        "## Side by side: ours, llama.cpp, transformers (benchmarks/engine.py)\n\n"
+        "`python benchmarks/engine.py --runs 7`\n\n"
+        "```\nsecond run\nline 2\n```\n"
+        "<!-- /engine.py -->\n"
+    )
+    results.write_text(results.read_text() + "\n## Later section\n\nkept\n")
+    report.write_section(results, "cmd", ["third"])
+    text = results.read_text()
+    assert text.count("<!-- engine.py -->") == 1 and "second run" not in text
+    assert text.endswith("```\nthird\n```\n<!-- /engine.py -->\n\n## Later section\n\nkept\n")
