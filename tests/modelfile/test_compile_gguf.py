@@ -82,7 +82,7 @@ def test_smollm2_architecture(smollm2) -> None:
 def test_smollm2_header_and_lineage(smollm2, gguf_reader) -> None:
     header = smollm2.header
     assert header.name == catalog.DEFAULT_MODEL
-    assert header.precision_plan.default == "fp32"
+    assert header.precision_plan.default == "auto"
     lineage = header.lineage
     assert lineage.source_name == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert lineage.source_sha256 == catalog.CATALOG[catalog.DEFAULT_MODEL].gguf_sha256
@@ -140,7 +140,7 @@ def test_describe_shows_architecture_lineage_and_every_tensor(smollm2) -> None:
     text = describe(smollm2)
     for row in ("layers           30", "hidden size      576", "FFN size         1536",
                 "attention heads  9 query, 3 key/value", "head dim         64", "vocabulary       49152",
-                "RoPE             theta 100000", "default  fp32", "parameters   134,515,008"):
+                "RoPE             theta 100000", "default  auto", "parameters   134,515,008"):
         assert row in text, row
     assert smollm2.header.lineage.source_sha256 in text
     for spec in smollm2.header.tensors:
@@ -227,7 +227,7 @@ def test_tiny_llama_gguf_unpermutes_q_k_and_their_biases(tmp_path: Path) -> None
             stored[f"blk.0.{name}.{kind}"] = llama_cpp_permute(hf[f"blk.0.{name}.{kind}"], heads)
     stored["rope_freqs.weight"] = np.linspace(1.0, 8.0, HEAD_DIM // 2, dtype=np.float32)
     source = write_gguf(tmp_path / "tiny.gguf", "llama", _encode(stored, MIXED_TYPES))
-    header = compile_model(source, tmp_path / "tiny.mcp")
+    header = compile_model(source, tmp_path / "tiny.mcp", precision="source")
     arch = header.architecture
     assert (arch.hidden_size, arch.head_dim, arch.rope_theta, arch.vocab_size) == (HIDDEN, HEAD_DIM, 500000.0, VOCAB)
     assert arch.attention_bias and not arch.tie_word_embeddings
@@ -253,7 +253,7 @@ def test_tiny_llama_gguf_unpermutes_q_k_and_their_biases(tmp_path: Path) -> None
 def test_tiny_gguf_precision_converts_every_tensor(tmp_path: Path, precision: str) -> None:
     hf = _weights(1)
     source = write_gguf(tmp_path / "tiny.gguf", "llama", _encode(hf, MIXED_TYPES))
-    compile_model(source, tmp_path / "src.mcp")
+    compile_model(source, tmp_path / "src.mcp", precision="source")
     with open_model(tmp_path / "src.mcp") as original:
         header = compile_model(source, tmp_path / "conv.mcp", precision=precision)
         target = {"fp32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[precision]
@@ -271,7 +271,7 @@ def test_tiny_qwen2_gguf_keeps_rows_as_they_are(tmp_path: Path) -> None:
     hf = _weights(2)
     del hf["output.weight"]
     source = write_gguf(tmp_path / "qwen.gguf", "qwen2", _encode(hf, {}))
-    header = compile_model(source, tmp_path / "qwen.mcp", name="tiny-qwen", license="MIT")
+    header = compile_model(source, tmp_path / "qwen.mcp", name="tiny-qwen", license="MIT", precision="source")
     assert (header.name, header.lineage.license, header.lineage.base_model) == ("tiny-qwen", "MIT", "tiny test model")
     assert header.architecture.variant == "qwen2" and header.architecture.tie_word_embeddings
     assert header.lineage.recipe["qk_layout"] == "native"

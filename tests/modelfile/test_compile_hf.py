@@ -67,7 +67,7 @@ def _assert_tensors_equal_the_folder(out: Path, folder: Path, dropped: set[str] 
 
 def test_llama_folder_compiles_to_its_own_tensors(hf_folder, tmp_path: Path) -> None:
     folder = hf_folder("llama")
-    header = compile_model(folder, tmp_path / "llama.mcp")
+    header = compile_model(folder, tmp_path / "llama.mcp", precision="source")
     arch = header.architecture
     assert (arch.architecture, arch.variant, arch.vocab_size, arch.hidden_size) == ("llama", "llama", 49152, 64)
     assert (arch.intermediate_size, arch.num_layers, arch.num_attention_heads, arch.num_kv_heads) == (128, 2, 4, 2)
@@ -92,20 +92,20 @@ def test_lineage_hashes_every_file_of_the_folder(hf_folder, tmp_path: Path) -> N
     assert lineage.compiler_version == version("mcp2026")
     assert lineage.recipe == {"precision": "bf16", "qk_layout": "native", "source_architecture": "llama"}
     (folder / "README.md").write_text("---\nlicense: mit\n---\n# tiny\n")
-    changed = compile_model(folder, tmp_path / "again.mcp")
+    changed = compile_model(folder, tmp_path / "again.mcp", precision="source")
     assert changed.lineage.source_sha256 != lineage.source_sha256 and changed.lineage.license == "mit"
 
 
 def test_sharded_folder(hf_folder, tmp_path: Path) -> None:
     folder = hf_folder("llama", shard="2MB")
     assert (folder / "model.safetensors.index.json").is_file() and len(list(folder.glob("*.safetensors"))) > 2
-    compile_model(folder, tmp_path / "sharded.mcp")
+    compile_model(folder, tmp_path / "sharded.mcp", precision="source")
     _assert_tensors_equal_the_folder(tmp_path / "sharded.mcp", folder)
 
 
 def test_qwen2_bf16_keeps_biases_and_drops_the_tied_head(hf_folder, tmp_path: Path) -> None:
     folder = hf_folder("qwen2", dtype=torch.bfloat16, tie_word_embeddings=True, use_sliding_window=False, sliding_window=64)
-    header = compile_model(folder, tmp_path / "qwen.mcp")
+    header = compile_model(folder, tmp_path / "qwen.mcp", precision="source")
     arch = header.architecture
     assert arch.variant == "qwen2" and arch.attention_bias and arch.tie_word_embeddings
     assert arch.max_position_embeddings == 256  # use_sliding_window false: the window is ignored
@@ -118,7 +118,7 @@ def test_qwen2_bf16_keeps_biases_and_drops_the_tied_head(hf_folder, tmp_path: Pa
 
 def test_llama3_rope_scaling(hf_folder, tmp_path: Path) -> None:
     folder = hf_folder("llama", dtype=torch.float16, rope_scaling=LLAMA3_ROPE, rope_theta=500000.0)
-    header = compile_model(folder, tmp_path / "llama3.mcp")
+    header = compile_model(folder, tmp_path / "llama3.mcp", precision="source")
     assert header.architecture.rope_theta == 500000.0
     assert header.architecture.rope_scaling == RopeScaling(
         kind="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=128
@@ -133,7 +133,7 @@ def test_transformers_4_style_config_keys(hf_folder, tmp_path: Path) -> None:
     del config["rope_parameters"]
     config.update(rope_theta=250000.0, rope_scaling={"type": "linear", "factor": 2.0}, head_dim=None)
     (folder / "config.json").write_text(json.dumps(config))
-    arch = compile_model(folder, tmp_path / "v4.mcp").architecture
+    arch = compile_model(folder, tmp_path / "v4.mcp", precision="source").architecture
     assert (arch.rope_theta, arch.rope_scaling, arch.head_dim) == (250000.0, RopeScaling(kind="linear", factor=2.0), 16)
 
 
@@ -195,7 +195,7 @@ def test_config_disagreeing_with_the_tensors(hf_folder, tmp_path: Path) -> None:
 
 def test_bad_precision_and_missing_output_folder(hf_folder, tmp_path: Path) -> None:
     folder = hf_folder("llama")
-    with pytest.raises(ConfigError, match="precision 'int3' is not one of source, fp32, f16, bf16"):
+    with pytest.raises(ConfigError, match="precision 'int3' is not one of auto, source, fp32, f16, bf16"):
         compile_model(folder, tmp_path / "x.mcp", precision="int3")
     out = tmp_path / "nowhere" / "x.mcp"
     with raises(ConfigError, f"cannot write {out}: the folder {out.parent} does not exist"):
