@@ -44,6 +44,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         worker_main(*args.worker)
         return
+    command = _command_line(argv)
     settings = Settings.quick() if args.quick else Settings.full()
     if args.runs:
         settings = dataclasses.replace(settings, runs=args.runs)
@@ -51,14 +52,12 @@ def main(argv: list[str] | None = None) -> None:
         args.wait_quiet = 0 if args.quick else 300
     with tempfile.TemporaryDirectory(prefix="enginebench-model-") as folder:
         base, model_line = _prepare(args, settings, Path(folder))
-        bandwidth = _run_bandwidth(base)
-        results, others = _run_engines(args, base)
-    command = _command_line(argv)
+        bandwidth = _run_bandwidth(base, args.wait_quiet)
+        results, others = _run_engines(args, base, settings, command)
     lines = _render(command, settings, base, model_line, bandwidth, results, others)
     print("\n".join(lines))
     if args.json:
-        Path(args.json).write_text(json.dumps({"command": command, "settings": dataclasses.asdict(settings),
-                                               "bandwidth": bandwidth, "results": results}, indent=1))
+        _save_json(args.json, command, settings, bandwidth, results, others)
     if args.write_results:
         report.write_section(Path(args.write_results), command, lines)
         print(f"wrote the engine.py section of {args.write_results}")
@@ -115,20 +114,39 @@ def _prepare(args, settings: Settings, folder: Path) -> tuple[WorkerSpec, str]:
     return spec, line
 
 
-def _run_engines(args, base: WorkerSpec) -> tuple[dict, dict]:
-    """Each engine's results, and the share of the cores others used while it ran."""
+def _run_engines(args, base: WorkerSpec, settings: Settings, command: str) -> tuple[dict, dict]:
+    """Each engine's results, and the share of the cores others used while it ran.
+
+    With --json the samples so far are saved after each engine, so a run cut short keeps them.
+    """
     results, others = {}, {}
     for engine in args.engines:
-        if args.wait_quiet:
-            waited, share = wait_until_quiet(args.wait_quiet, NOISY_SHARE)
-            print(f"[{engine}] waited {waited:.0f} s for a quiet machine (others {share or 0:.0%})", file=sys.stderr)
+        _wait_until_quiet(engine, args.wait_quiet)
         watch = OtherLoad()
         results[engine] = _run_engine(engine, base, "quick" if args.quick else "full")
         others[engine] = watch.share()
+        if "error" in results[engine]:
+            print(f"[{engine}] not measured: {results[engine]['error']}", file=sys.stderr)
+        if args.json:
+            _save_json(args.json, command, settings, None, results, others)
     return results, others
 
 
-def _run_bandwidth(base: WorkerSpec) -> dict:
+def _save_json(path: str, command: str, settings: Settings, bandwidth: dict | None, results: dict,
+               others: dict) -> None:
+    Path(path).write_text(json.dumps({"command": command, "settings": dataclasses.asdict(settings),
+                                      "bandwidth": bandwidth, "others_share": others, "results": results},
+                                     indent=1))
+
+
+def _wait_until_quiet(name: str, max_wait_s: float) -> None:
+    if max_wait_s:
+        waited, share = wait_until_quiet(max_wait_s, NOISY_SHARE)
+        print(f"[{name}] waited {waited:.0f} s for a quiet machine (others {share or 0:.0%})", file=sys.stderr)
+
+
+def _run_bandwidth(base: WorkerSpec, max_wait_s: float) -> dict:
+    _wait_until_quiet("bandwidth", max_wait_s)
     outcome = run_worker(dataclasses.replace(base, engine="bandwidth"), timeout_s=600)
     return outcome.result["info"] if outcome.result else {"error": outcome.error}
 
@@ -142,6 +160,7 @@ def _run_engine(engine: str, base: WorkerSpec, mode: str) -> dict:
     outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
     if engine == "llamacpp" and outcome.returncode == -signal.SIGSEGV:
         # ggml's AMX matmul segfaults on some AMX machines (ggml-org/llama.cpp#20824).
+        print("[llamacpp] segfaulted with its defaults; again with use_extra_bufts=False", file=sys.stderr)
         spec = dataclasses.replace(spec, options={"use_extra_bufts": False})
         outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
         if outcome.result:

@@ -115,7 +115,8 @@ def _measure_batches(llm, spec: WorkerSpec, result: dict, llama_cpp, numpy) -> N
     params = llama_cpp.llama_context_default_params()
     for name, _ in llama_cpp.llama_context_params._fields_:
         setattr(params, name, getattr(llm.context_params, name))
-    per_sequence = max(len(p) for p in prompts) + settings.batch_tokens + 8
+    # llama.cpp pads each sequence's share of the context to a multiple of 256.
+    per_sequence = -(-(max(len(p) for p in prompts) + settings.batch_tokens) // 256) * 256
     # One KV stream per sequence: a unified cache made batch 32 ~10x slower here (each token
     # attends over every sequence's cells, masked).
     params.n_seq_max, params.n_ctx, params.kv_unified = largest, largest * per_sequence, False

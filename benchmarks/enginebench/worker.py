@@ -40,7 +40,8 @@ def run_worker(spec: WorkerSpec, timeout_s: float) -> WorkerOutcome:
         spec_path.write_text(spec.to_json())
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(spec.threads),
                "TOKENIZERS_PARALLELISM": "false"}
-        command = [sys.executable, str(ENTRY), "--worker", str(spec_path), str(out_path)]
+        # faulthandler: a worker that dies of a signal still says where.
+        command = [sys.executable, "-X", "faulthandler", str(ENTRY), "--worker", str(spec_path), str(out_path)]
         process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
         timer = threading.Timer(timeout_s, process.kill)
         timer.start()
