@@ -2,8 +2,9 @@
 
 For SmolLM2-135M-Instruct Q4_1: teacher-forced top-1 agreement and mean KL(fp32 || candidate)
 over every position of `mcp.ops.quality.TEXTS` (> 1,000 positions), for bf16 (dense), int4 on
-the packed decode kernel, and the auto plan as it prefills (dense bf16 GEMMs over the int4
-values). The fp32 reference is the engine that matches transformers bit for bit.
+the packed decode kernel, the auto plan as it prefills (dense GEMMs over the int4 values), and
+int8 weight-only on its decode kernel. The fp32 reference is the engine that matches
+transformers bit for bit.
 
     .venv/bin/python benchmarks/precision_quality.py
 """
@@ -21,10 +22,11 @@ from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 from mcp.ops.quality import agreement, score_all, token_sequences
 
-CANDIDATES = (  # label, compile precision, runtime precision, decode kernels forced
-    ("bf16 dense", "source", "bf16", False),
-    ("int4 (decode kernel: int4pack, bf16 act)", "auto", "auto", True),
-    ("auto plan, prefill path (dense bf16 of int4)", "auto", "auto", False),
+CANDIDATES = (  # label, compile precision, runtime precision, phase whose kernels run
+    ("bf16 dense", "source", "bf16", None),
+    ("int4 (decode kernel: int4pack, bf16 act)", "auto", "auto", "decode"),
+    ("auto plan, prefill path (dense GEMM of int4)", "auto", "auto", "prefill"),
+    ("int8 (decode kernel: int8pack, bf16 act)", "source", "int8", "decode"),
 )
 
 
@@ -43,12 +45,12 @@ def main() -> None:
     reference_engine = load(files["source"], "fp32")
     sequences = token_sequences(reference_engine)
     reference = score_all(reference_engine, sequences)
+    print(f"hardware {reference_engine.hardware.describe()}")
     print(f"{'precision':<46} {'positions':>9} {'top-1 agree':>11} {'mean KL (nats)':>14}")
-    for label, compiled, runtime, decode_kernels in CANDIDATES:
+    for label, compiled, runtime, phase in CANDIDATES:
         engine = load(files[compiled], runtime)
-        result = agreement(reference, score_all(engine, sequences, decode_kernels))
+        result = agreement(reference, score_all(engine, sequences, phase))
         print(f"{label:<46} {result.positions:>9} {result.top1:>11.2%} {result.mean_kl:>14.5f}")
-    print("int8 weight-only: not measured (no int8 runtime format yet)")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,22 @@ def test_file_plan_and_config_overrides_by_pattern():
     assert forced.by_tensor["model.embed_tokens.weight"] == TensorPlan("dense-bf16", "dense-bf16")
 
 
+def test_forced_int8_quantizes_every_aligned_matrix_but_the_sensitive_ones():
+    plan = resolve(TENSORS, PrecisionPlan(), ZEN3, forced="int8")
+    assert plan.by_tensor[Q_PROJ] == plan.by_tensor[UP] == TensorPlan("int8pack", "dense-fp32")  # Q6_K too
+    assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("dense-bf16", "dense-bf16")
+    assert plan.by_tensor[K_PROJ] == TensorPlan("dense-bf16", "dense-bf16")  # 40 rows: not whole tiles
+    assert plan.summary() == "int8pack×3 dense-bf16×2 / act fp32"
+
+
+def test_the_prefill_row_limit_follows_what_a_dense_gemm_costs():
+    # Without AMX a dense GEMM needs the int4 weight dequantized per call: worth it from 128 rows.
+    assert resolve(TENSORS, PrecisionPlan(), ZEN3).decode_max_rows == 128
+    assert resolve(TENSORS, PrecisionPlan(), ZEN3, cache_prefill_weights=True).decode_max_rows == 16
+    assert resolve(TENSORS, PrecisionPlan(), AMX).decode_max_rows == 16
+    assert "prefill      calls of more than 128 rows" in resolve(TENSORS, PrecisionPlan(), ZEN3).describe()
+
+
 def test_unknown_precisions_are_config_errors():
     with pytest.raises(ConfigError, match="precision must be one of"):
         resolve(TENSORS, PrecisionPlan(), AMX, forced="int3")

@@ -57,7 +57,8 @@ class NativeEngine:
         self.device = resolve_device(options.device)
         self.hardware = Hardware.detect(self.device)
         self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
-                                          options.precision, options.precision_overrides)
+                                          options.precision, options.precision_overrides,
+                                          options.cache_prefill_weights)
         self.max_context = _max_context(header.architecture.max_position_embeddings, options.max_context)
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
         weights = ModelWeights(model_file, self.plan, self.device, options.cache_prefill_weights)

@@ -19,14 +19,21 @@ from pathlib import Path
 
 import torch
 
+from mcp.engine.quant import int8
 from mcp.engine.quant.int4pack import INT4_SOURCES, can_pack
 from mcp.modelfile.spec import PrecisionPlan, TensorSpec
 from mcp.runtime.errors import ConfigError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-PRECISION_CHOICES = ("auto", "fp32", "bf16", "f16", "int4")
+PRECISION_CHOICES = ("auto", "fp32", "bf16", "f16", "int4", "int8")
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
-DECODE_MAX_ROWS = 16  # a call with more rows than this runs the prefill kernel
+# A packed matrix runs its decode kernel for calls of up to this many rows and its prefill
+# kernel (a dense GEMM) above. The dense GEMM needs the weight dequantized, per call unless
+# cached: on AVX2 that costs ~1.5 ms for a 1536x576 matrix, what the int4 kernel loses to an
+# fp32 GEMM over ~120 rows (27 against 15 us a row), so there it pays from 128 rows; with the
+# dense weight cached, or AMX's bf16 GEMM, it pays from 16 (measured, 2 threads).
+DECODE_MAX_ROWS = 16
+DECODE_MAX_ROWS_DEQUANTIZING = 128
 
 
 @dataclass(frozen=True)
@@ -69,7 +76,7 @@ def _cpu_flags() -> frozenset[str]:
 
 @dataclass(frozen=True)
 class TensorPlan:
-    """Kernels for one tensor: ``dense-fp32``, ``dense-bf16``, ``dense-f16`` or ``int4pack``."""
+    """Kernels for one tensor: ``dense-fp32``, ``dense-bf16``, ``dense-f16``, ``int4pack`` or ``int8pack``."""
 
     decode: str
     prefill: str
@@ -82,6 +89,7 @@ class ResolvedPlan:
     by_tensor: dict[str, TensorPlan]
     activations: str
     hardware: str
+    decode_max_rows: int = DECODE_MAX_ROWS  # calls of more rows run the prefill kernel
 
     @property
     def compute_precision(self) -> str:
@@ -94,7 +102,8 @@ class ResolvedPlan:
         return f"{kernels} / act {self.activations}"
 
     def describe(self) -> list[str]:
-        lines = [f"hardware     {self.hardware}", f"activations  {self.activations}"]
+        lines = [f"hardware     {self.hardware}", f"activations  {self.activations}",
+                 f"prefill      calls of more than {self.decode_max_rows} rows"]
         groups = Counter((plan.decode, plan.prefill) for plan in self.by_tensor.values())
         for (decode, prefill), n in groups.most_common():
             lines.append(f"{n:4} tensors  decode {decode:<11} prefill {prefill}")
@@ -107,6 +116,7 @@ def resolve(
     hardware: Hardware,
     forced: str | None = None,
     overrides: tuple[tuple[str, str], ...] = (),
+    cache_prefill_weights: bool = False,
 ) -> ResolvedPlan:
     """Pick kernels for every weight matrix (1-D tensors stay fp32 and are not listed)."""
     if forced not in (None, "auto") and forced not in PRECISION_CHOICES:
@@ -120,7 +130,8 @@ def resolve(
             continue
         wanted = _requested(spec.name, file_plan, forced, overrides)
         plan[spec.name] = choose_kernels(spec, wanted, hardware)
-    return ResolvedPlan(plan, _activations(file_plan, forced, hardware), hardware.describe())
+    rows = DECODE_MAX_ROWS if cache_prefill_weights or hardware.amx else DECODE_MAX_ROWS_DEQUANTIZING
+    return ResolvedPlan(plan, _activations(file_plan, forced, hardware), hardware.describe(), rows)
 
 
 def _requested(name: str, file_plan: PrecisionPlan, forced: str | None, overrides) -> str:
@@ -144,7 +155,9 @@ def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware) -> TensorP
         return TensorPlan(kernel, kernel)
     if wanted == "int4" and int4_ok and spec.name not in SENSITIVE:
         return TensorPlan("int4pack", dense)
-    if wanted not in ("auto", "int4"):
+    if wanted == "int8" and hardware.device_type == "cpu" and int8.can_quantize(spec.shape) and spec.name not in SENSITIVE:
+        return TensorPlan("int8pack", dense)
+    if wanted not in ("auto", "int4", "int8"):
         raise ConfigError(f"tensor {spec.name}: unknown precision {wanted!r}")
     if int4_ok and spec.name not in SENSITIVE:
         return TensorPlan("int4pack", dense)

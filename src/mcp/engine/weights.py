@@ -3,16 +3,17 @@
 Dense tensors already in the planned dtype stay in the file's memory map (zero copy: a
 warm load reads nothing); packed int4 tensors in this CPU's byte order are used as
 stored. Anything else is converted once at load: GGUF 4-bit blocks are re-laid as int4,
-other blocks are dequantized, dense tensors are cast.
+other blocks are dequantized, dense tensors are cast, and a tensor planned as int8 is
+quantized from its dequantized values.
 """
 
 from __future__ import annotations
 
 import torch
 
-from mcp.engine.layers.linear import Int4Linear, Linear
-from mcp.engine.precision import DECODE_MAX_ROWS, TORCH_DTYPES, ResolvedPlan
-from mcp.engine.quant import int4pack
+from mcp.engine.layers.linear import Int4Linear, Int8Linear, Linear
+from mcp.engine.precision import TORCH_DTYPES, ResolvedPlan
+from mcp.engine.quant import int4pack, int8
 from mcp.engine.quant.dequant import dequantize
 from mcp.modelfile.reader import ModelFile
 from mcp.modelfile.spec import DENSE_ENCODINGS, QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, TensorSpec
@@ -50,13 +51,15 @@ class ModelWeights:
         name = f"{prefix}.weight"
         bias = self.get(f"{prefix}.bias")
         plan = self._plan.by_tensor[name]
-        if plan.decode != "int4pack":
+        if plan.decode.startswith("dense-"):
             return Linear(self.tensor(name), bias)
+        options = {"bias": bias, "prefill_dtype": TORCH_DTYPES[plan.prefill.removeprefix("dense-")],
+                   "cache_dense": self._cache_prefill, "decode_max_rows": self._plan.decode_max_rows}
+        if plan.decode == "int8pack":
+            codes, scales = int8.quantize(self._dense_value(self._specs[name], torch.float32))
+            return Int8Linear(codes, scales, **options)
         packed, scale_zero = self._int4(self._specs[name])
-        prefill_dtype = TORCH_DTYPES[plan.prefill.removeprefix("dense-")]
-        return Int4Linear(packed, scale_zero, layout=int4pack.runtime_layout(), bias=bias,
-                          prefill_dtype=prefill_dtype, cache_dense=self._cache_prefill,
-                          decode_max_rows=DECODE_MAX_ROWS)
+        return Int4Linear(packed, scale_zero, layout=int4pack.runtime_layout(), **options)
 
     def _dense_value(self, spec: TensorSpec, dtype: torch.dtype) -> torch.Tensor:
         stored = self._file.tensor(spec.name)

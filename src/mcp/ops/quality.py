@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from mcp.engine.engine import NativeEngine
-from mcp.engine.layers.linear import Int4Linear
+from mcp.engine.layers.linear import PackedLinear
 
 TEXTS = (
     "The history of the printing press begins in the fifteenth century, when Johannes Gutenberg "
@@ -81,15 +81,18 @@ def token_sequences(engine: NativeEngine, texts: Sequence[str] = TEXTS) -> list[
     return [engine.tokenizer.encode(text, add_special_tokens=False) for text in texts]
 
 
-def score_all(engine: NativeEngine, sequences: Sequence[Sequence[int]], decode_kernels: bool = False) -> list[torch.Tensor]:
-    """Teacher-forced logits per sequence; ``decode_kernels`` runs int4 tensors on the packed
-    kernel at every row count, so the decode path's numerics are what gets measured."""
-    modules = [m for m in engine.model.modules() if isinstance(m, Int4Linear)]
+def score_all(engine: NativeEngine, sequences: Sequence[Sequence[int]], phase: str | None = None) -> list[torch.Tensor]:
+    """Teacher-forced logits per sequence. ``phase`` "decode" runs packed (int4/int8) tensors
+    on their packed kernel at every row count, "prefill" on their dense prefill kernel, so
+    that phase's numerics are what gets measured; None follows the plan's row limit."""
+    if phase not in (None, "decode", "prefill"):
+        raise ValueError(f"phase must be None, 'decode' or 'prefill', got {phase!r}")
+    modules = [m for m in engine.model.modules() if isinstance(m, PackedLinear)]
     saved = [m.decode_max_rows for m in modules]
     try:
-        if decode_kernels:
+        if phase is not None:
             for module in modules:
-                module.decode_max_rows = 1 << 30
+                module.decode_max_rows = 1 << 30 if phase == "decode" else 0
         return [engine.generator.score(ids) for ids in sequences]
     finally:
         for module, rows in zip(modules, saved):

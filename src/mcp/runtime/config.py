@@ -25,8 +25,8 @@ class _Strict(pydantic.BaseModel):
 class RuntimeSection(_Strict):
     device: str = "auto"
     num_threads: int | Literal["auto"] = "auto"
-    precision: Literal["auto", "fp32", "bf16", "f16", "int4"] = "auto"
-    precision_overrides: dict[str, Literal["auto", "fp32", "bf16", "f16", "int4"]] = {}
+    precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] = "auto"
+    precision_overrides: dict[str, Literal["auto", "fp32", "bf16", "f16", "int4", "int8"]] = {}
     cache_prefill_weights: bool = False
     max_context: int | Literal["auto"] = "auto"
     verify_models: bool = False

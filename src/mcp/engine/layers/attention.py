@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from mcp.engine.kv.cache import KVCache, LayerCache, Slots
-from mcp.engine.layers.linear import Linear
-from mcp.engine.layers.rotary import RotaryEmbedding
+from mcp.engine.layers.linear import LinearGroup
+from mcp.engine.layers.rotary import apply_rotary
 
 
 @dataclass(frozen=True)
@@ -68,33 +68,32 @@ def _ragged_slots(positions: torch.Tensor) -> Slots:
 class Attention(torch.nn.Module):
     def __init__(
         self,
-        q_proj: Linear,
-        k_proj: Linear,
-        v_proj: Linear,
-        o_proj: Linear,
+        qkv_proj: LinearGroup,  # q, k, v projections: [H*D | KVH*D | KVH*D] outputs
+        o_proj: torch.nn.Module,
         num_heads: int,
         num_kv_heads: int,
         head_dim: int,
     ) -> None:
         super().__init__()
-        self.q_proj, self.k_proj, self.v_proj, self.o_proj = q_proj, k_proj, v_proj, o_proj
+        expected = [num_heads * head_dim, num_kv_heads * head_dim, num_kv_heads * head_dim]
+        if qkv_proj.sizes != expected:
+            raise ValueError(f"q/k/v projections give {qkv_proj.sizes} outputs, the heads need {expected}")
+        self.qkv_proj, self.o_proj = qkv_proj, o_proj
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.head_dim = head_dim
 
     def forward(
-        self, x: torch.Tensor, rotary: RotaryEmbedding, cache: LayerCache, inputs: AttentionInputs
+        self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor], cache: LayerCache, inputs: AttentionInputs
     ) -> torch.Tensor:
         # x: [B, T, hidden]; the new tokens go to the cache slots inputs.positions
         batch, length, _ = x.shape
-        q = self._heads(self.q_proj(x), self.num_heads)  # [B, H, T, D]
-        k = self._heads(self.k_proj(x), self.num_kv_heads)  # [B, KVH, T, D]
-        v = self._heads(self.v_proj(x), self.num_kv_heads)
-        q, k = rotary(q, k, inputs.positions)
+        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
+        qkv = self.qkv_proj(x)  # [B, T, (H + 2 KVH) D]
+        qk = apply_rotary(qkv[..., : (heads + kv_heads) * dim].view(batch, length, heads + kv_heads, dim), angles)
+        q = qk[:, :, :heads].transpose(1, 2)  # [B, H, T, D]
+        k = qk[:, :, heads:].transpose(1, 2)  # [B, KVH, T, D]
+        v = qkv[..., (heads + kv_heads) * dim:].view(batch, length, kv_heads, dim).transpose(1, 2)
         keys, values = cache.write(k, v, inputs.slots, inputs.kv_len)  # [B, KVH, kv_len, D]
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=inputs.mask, enable_gqa=True)
         return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))  # out: [B, H, T, D]
-
-    def _heads(self, x: torch.Tensor, num_heads: int) -> torch.Tensor:
-        batch, length, _ = x.shape
-        return x.view(batch, length, num_heads, self.head_dim).transpose(1, 2)

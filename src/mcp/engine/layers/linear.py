@@ -2,16 +2,22 @@
 
 Each layer owns its weights; the loader hands it tensors in the form the precision plan
 chose. ``Linear`` is a dense GEMM; ``Int4Linear`` runs PyTorch's packed int4 kernel for
-few rows (decode) and a dense GEMM on the dequantized weight for many rows (prefill).
-Outputs come back in the activations' dtype.
+few rows (decode) and a dense GEMM on the dequantized weight for many rows (prefill);
+``Int8Linear`` does the same with the weight-only int8 kernel. ``LinearGroup`` is several
+projections of the same input (q/k/v, gate/up) returning one concatenated output: packed
+members are fused into one matrix at load, so a step makes one kernel call where it made
+three. Outputs come back in the activations' dtype.
 """
 
 from __future__ import annotations
 
+import abc
+from collections.abc import Sequence
+
 import torch
 import torch.nn.functional as F
 
-from mcp.engine.quant import int4pack
+from mcp.engine.quant import int4pack, int8
 
 
 class Linear(torch.nn.Module):
@@ -19,14 +25,56 @@ class Linear(torch.nn.Module):
         super().__init__()
         self.weight = torch.nn.Parameter(weight, requires_grad=False)  # [out, in]
         self.bias = None if bias is None else torch.nn.Parameter(bias.to(weight.dtype), requires_grad=False)
+        self.out_features = weight.shape[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = _dense(x.to(self.weight.dtype), self.weight, self.bias)
         return out.to(x.dtype)
 
 
-class Int4Linear(torch.nn.Module):
-    """Weight-only int4 (group 32) for decode; dense ``prefill_dtype`` GEMM for many rows."""
+class PackedLinear(torch.nn.Module, abc.ABC):
+    """A weight-only quantized layer: its packed kernel for up to ``decode_max_rows`` rows
+    (bf16 activations, the kernels' fast path), a dense ``prefill_dtype`` GEMM on the
+    dequantized weight above (dequantized per call unless ``cache_dense``)."""
+
+    def __init__(self, out_features: int, in_features: int, bias: torch.Tensor | None,
+                 prefill_dtype: torch.dtype, decode_max_rows: int) -> None:
+        super().__init__()
+        self.out_features, self.in_features = out_features, in_features
+        self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
+        self.prefill_dtype = prefill_dtype
+        self.decode_max_rows = decode_max_rows
+        self._dense: torch.Tensor | None = None
+
+    @abc.abstractmethod
+    def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
+        """bf16 x [M, K] -> bf16 [M, N] on the packed weight."""
+
+    @abc.abstractmethod
+    def dense_weight(self) -> torch.Tensor:
+        """The weight [N, K] in ``prefill_dtype``, as the packed kernel sees it."""
+
+    def cache_dense(self) -> None:
+        self._dense = self.dense_weight()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.numel() // self.in_features
+        if rows > self.decode_max_rows:
+            weight = self._dense if self._dense is not None else self.dense_weight()
+            out = _dense(x.to(self.prefill_dtype), weight, None)
+        else:
+            flat = x.reshape(rows, self.in_features).to(torch.bfloat16)
+            out = self.packed_mm(flat).view(*x.shape[:-1], self.out_features)
+        out = out.to(x.dtype)
+        return out if self.bias is None else out + self.bias.to(x.dtype)
+
+    def _fused_options(self, parts: Sequence[PackedLinear]) -> dict:
+        return {"bias": _fused_bias(parts), "prefill_dtype": self.prefill_dtype,
+                "cache_dense": any(p._dense is not None for p in parts), "decode_max_rows": self.decode_max_rows}
+
+
+class Int4Linear(PackedLinear):
+    """Weight-only int4, group 32: ``torch._weight_int4pack_mm_for_cpu``."""
 
     def __init__(
         self,
@@ -38,32 +86,85 @@ class Int4Linear(torch.nn.Module):
         cache_dense: bool,
         decode_max_rows: int,
     ) -> None:
-        super().__init__()
-        self.out_features, self.in_features = packed.shape[0], packed.shape[1] * 2
+        super().__init__(packed.shape[0], packed.shape[1] * 2, bias, prefill_dtype, decode_max_rows)
         self.register_buffer("packed", packed, persistent=False)
         self.register_buffer("scale_and_zero", scale_zero, persistent=False)
         self._layout = layout
-        self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
-        self.prefill_dtype = prefill_dtype
-        self.decode_max_rows = decode_max_rows
-        self._dense = self.dense_weight() if cache_dense else None
+        if cache_dense:
+            self.cache_dense()
+
+    @classmethod
+    def fuse(cls, parts: Sequence[Int4Linear]) -> Int4Linear:
+        """One layer computing every part's outputs, concatenated in order (same kernel results)."""
+        return cls(torch.cat([p.packed for p in parts]),  # rows are whole layout blocks (ROW_ALIGN)
+                   torch.cat([p.scale_and_zero for p in parts], dim=1), parts[0]._layout,
+                   **parts[0]._fused_options(parts))
+
+    def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
+        return torch._weight_int4pack_mm_for_cpu(x, self.packed, int4pack.GROUP_SIZE, self.scale_and_zero)
 
     def dense_weight(self) -> torch.Tensor:
-        """The weight [N, K] in ``prefill_dtype``, as the decode kernel sees it."""
         values = int4pack.dequantize_kernel_form(self.packed, self._layout, self.scale_and_zero)
         return values.to(self.prefill_dtype)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        rows = x.numel() // self.in_features
-        if rows > self.decode_max_rows:
-            weight = self._dense if self._dense is not None else self.dense_weight()
-            out = _dense(x.to(self.prefill_dtype), weight, None)
+
+class Int8Linear(PackedLinear):
+    """Weight-only int8, a scale per output row: ``torch._weight_int8pack_mm``."""
+
+    def __init__(
+        self,
+        codes: torch.Tensor,  # int8 [N, K]
+        scales: torch.Tensor,  # [N]: w = scales[n] * codes[n, k]; kept in bf16, as the kernel reads them
+        bias: torch.Tensor | None,
+        prefill_dtype: torch.dtype,
+        cache_dense: bool,
+        decode_max_rows: int,
+    ) -> None:
+        super().__init__(codes.shape[0], codes.shape[1], bias, prefill_dtype, decode_max_rows)
+        self.register_buffer("codes", codes, persistent=False)
+        self.register_buffer("scales", scales.to(torch.bfloat16), persistent=False)
+        if cache_dense:
+            self.cache_dense()
+
+    @classmethod
+    def fuse(cls, parts: Sequence[Int8Linear]) -> Int8Linear:
+        return cls(torch.cat([p.codes for p in parts]), torch.cat([p.scales for p in parts]),
+                   **parts[0]._fused_options(parts))
+
+    def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
+        return torch._weight_int8pack_mm(x, self.codes, self.scales)
+
+    def dense_weight(self) -> torch.Tensor:
+        return int8.dequantize(self.codes, self.scales, self.prefill_dtype)
+
+
+class LinearGroup(torch.nn.Module):
+    """Projections of one input, output concatenated [..., sum of out_features].
+
+    Packed parts of one kind (all int4, or all int8) become one fused matrix; otherwise the
+    parts stay separate matrices (so dense weights are used from the memory map as they are
+    and each GEMM is the one a lone layer would run) and their outputs are concatenated.
+    """
+
+    def __init__(self, parts: Sequence[torch.nn.Module]) -> None:
+        super().__init__()
+        self.sizes = [p.out_features for p in parts]
+        kinds = {type(p) for p in parts}
+        if len(kinds) == 1 and kinds <= {Int4Linear, Int8Linear}:
+            self.parts = torch.nn.ModuleList([kinds.pop().fuse(parts)])
         else:
-            flat = x.reshape(rows, self.in_features).to(torch.bfloat16)
-            out = torch._weight_int4pack_mm_for_cpu(flat, self.packed, int4pack.GROUP_SIZE, self.scale_and_zero)
-            out = out.view(*x.shape[:-1], self.out_features)
-        out = out.to(x.dtype)
-        return out if self.bias is None else out + self.bias.to(x.dtype)
+            self.parts = torch.nn.ModuleList(parts)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if len(self.parts) == 1:
+            return self.parts[0](x)
+        return torch.cat([part(x) for part in self.parts], dim=-1)
+
+
+def _fused_bias(parts: Sequence[torch.nn.Module]) -> torch.Tensor | None:
+    if all(p.bias is None for p in parts):
+        return None
+    return torch.cat([p.bias if p.bias is not None else torch.zeros(p.out_features) for p in parts])
 
 
 def _dense(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:

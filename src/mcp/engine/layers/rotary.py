@@ -51,32 +51,36 @@ def _llama3_scaled(inv_freq: torch.Tensor, scaling: RopeScaling) -> torch.Tensor
 
 
 class RotaryEmbedding(torch.nn.Module):
-    """Holds cos/sin tables [max_positions, head_dim] and applies them to q and k."""
+    """Holds cos/sin tables [max_positions, head_dim]; ``angles`` gathers a forward's rows once.
+
+    The rotate-half product ``cat(-x2, x1) * sin`` is computed as ``cat(x2, x1) * sin_signed``
+    with ``sin_signed = cat(-sin1, sin2)``: the same values (negation is exact), one flip
+    instead of two slices, a negation and a concatenation.
+    """
 
     def __init__(self, inv_freq: torch.Tensor, max_positions: int, dtype: torch.dtype) -> None:
         super().__init__()
-        cos, sin = _tables(tuple(inv_freq.tolist()), max_positions, dtype)
+        cos, sin_signed = _tables(tuple(inv_freq.tolist()), max_positions, dtype)
         self.register_buffer("cos", cos, persistent=False)
-        self.register_buffer("sin", sin, persistent=False)
+        self.register_buffer("sin_signed", sin_signed, persistent=False)
 
-    def forward(
-        self, q: torch.Tensor, k: torch.Tensor, positions: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        # q: [B, H, T, D], k: [B, KVH, T, D], positions: [B, T]
-        cos = self.cos[positions].unsqueeze(1)  # [B, 1, T, D]
-        sin = self.sin[positions].unsqueeze(1)
-        return q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
+    def angles(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and signed sin [B, T, 1, D] for token positions [B, T]."""
+        return self.cos[positions].unsqueeze(2), self.sin_signed[positions].unsqueeze(2)
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+def apply_rotary(x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Rotate heads x [B, T, heads, D] (any heads: q and k together) by ``angles``."""
+    cos, sin_signed = angles
+    batch, length, heads, dim = x.shape
+    swapped = x.reshape(batch, length, heads, 2, dim // 2).flip(3).view(batch, length, heads, dim)
+    return x * cos + swapped * sin_signed
 
 
 @functools.lru_cache(maxsize=8)
 def _tables(inv_freq: tuple[float, ...], max_positions: int, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos/sin [P, D] for every position, shared by every model with the same RoPE (read-only)."""
+    """cos and signed sin [P, D] for every position, shared by every model with the same RoPE (read-only)."""
     positions = torch.arange(max_positions, dtype=torch.float32)
     freqs = torch.outer(positions, torch.tensor(inv_freq, dtype=torch.float32))  # [P, D/2]
     cos, sin = freqs.cos(), freqs.sin()
-    return torch.cat((cos, cos), dim=-1).to(dtype), torch.cat((sin, sin), dim=-1).to(dtype)
+    return torch.cat((cos, cos), dim=-1).to(dtype), torch.cat((-sin, sin), dim=-1).to(dtype)

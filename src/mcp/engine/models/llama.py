@@ -10,6 +10,7 @@ import torch
 
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import Attention, AttentionInputs
+from mcp.engine.layers.linear import LinearGroup
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
 from mcp.engine.layers.rotary import RotaryEmbedding, inverse_frequencies
@@ -23,7 +24,8 @@ class DecoderLayer(torch.nn.Module):
         eps = arch.rms_norm_eps
         self.input_layernorm = RMSNorm(weights.tensor(f"{prefix}.input_layernorm.weight"), eps)
         self.self_attn = Attention(
-            *(weights.linear(f"{prefix}.self_attn.{p}_proj") for p in ("q", "k", "v", "o")),
+            LinearGroup([weights.linear(f"{prefix}.self_attn.{p}_proj") for p in ("q", "k", "v")]),
+            weights.linear(f"{prefix}.self_attn.o_proj"),
             num_heads=arch.num_attention_heads,
             num_kv_heads=arch.num_kv_heads,
             head_dim=arch.head_dim,
@@ -31,10 +33,13 @@ class DecoderLayer(torch.nn.Module):
         self.post_attention_layernorm = RMSNorm(
             weights.tensor(f"{prefix}.post_attention_layernorm.weight"), eps
         )
-        self.mlp = SwiGLU(*(weights.linear(f"{prefix}.mlp.{p}_proj") for p in ("gate", "up", "down")))
+        self.mlp = SwiGLU(
+            LinearGroup([weights.linear(f"{prefix}.mlp.{p}_proj") for p in ("gate", "up")]),
+            weights.linear(f"{prefix}.mlp.down_proj"),
+        )
 
-    def forward(self, x, rotary, cache, inputs):
-        x = x + self.self_attn(self.input_layernorm(x), rotary, cache, inputs)
+    def forward(self, x, angles, cache, inputs):
+        x = x + self.self_attn(self.input_layernorm(x), angles, cache, inputs)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -67,8 +72,9 @@ class LlamaForCausalLM(torch.nn.Module):
         ``attention_inputs``) gives the new tokens' positions, which are their cache slots.
         """
         x = torch.nn.functional.embedding(input_ids, self.embed_tokens).to(self.dtype)
+        angles = self.rotary.angles(inputs.positions)  # [B, T, 1, D] each, shared by every layer
         for layer, layer_cache in zip(self.layers, cache.layers):
-            x = layer(x, self.rotary, layer_cache, inputs)
+            x = layer(x, angles, layer_cache, inputs)
         return self.norm(x)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
