@@ -40,7 +40,7 @@ SCALE_ZERO_SUFFIX = ".scale_zero"
 ENCODINGS = DENSE_ENCODINGS + tuple(BLOCK_ENCODINGS) + (INT4_ENCODING,)
 
 # What a precision plan may name for a tensor: "auto" lets the runtime choose by hardware.
-PRECISIONS = ("auto", "fp32", "bf16", "f16", "int4")
+PRECISIONS = ("auto", "fp32", "bf16", "f16", "int4", "int8")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,12 @@
 Each row of the batch is one sequence with its own length. What every layer needs to know
 about that (positions, cache slots, how far to read, the mask) is an ``AttentionInputs``
 built once per forward by ``attention_inputs`` and handed to each layer.
+
+Over a paged KV cache (``kv/paged.py``) a forward is one continuous-batching step instead:
+every sequence's new tokens flattened into one row [1, N] (the linear layers are per token),
+and attention run per group of rows (all one-token rows together, each longer chunk alone)
+on keys gathered from the rows' block tables. ``paged_attention_inputs`` builds that layout,
+a ``PagedAttentionInputs``, once per step; ``Attention.forward`` takes either kind.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from mcp.engine.kv.cache import KVCache, LayerCache, Slots
+from mcp.engine.kv.paged import PagedLayer
 from mcp.engine.layers.linear import LinearGroup
 from mcp.engine.layers.rotary import apply_rotary
 
@@ -65,6 +72,84 @@ def _ragged_slots(positions: torch.Tensor) -> Slots:
     return Slots(positions, None, rows)
 
 
+@dataclass(frozen=True)
+class AttentionGroup:
+    """Rows of a paged step attending in one SDPA: ``num_rows`` rows of equal query count,
+    whose queries are the step's tokens token_start..token_stop-1, row after row."""
+
+    token_start: int
+    token_stop: int
+    num_rows: int
+    blocks: torch.Tensor  # [B, num_blocks] each row's block table, padded to the longest
+    kv_len: int  # key slots read per row: the longest row's length after this step
+    mask: torch.Tensor | None  # [B, 1, T, kv_len] True = may attend; None: every query sees all
+
+
+@dataclass(frozen=True)
+class PagedAttentionInputs:
+    """One paged step's layout, shared by every layer."""
+
+    positions: torch.Tensor  # [1, N] each new token's position in its own sequence
+    slots: torch.Tensor  # [N] each new token's flat slot in the paged cache
+    groups: tuple[AttentionGroup, ...]  # in token order; their outputs concatenated are [N, ...]
+
+
+def paged_attention_inputs(
+    starts: Sequence[int],
+    num_new: Sequence[int],
+    block_tables: Sequence[Sequence[int]],
+    block_size: int,
+    device: torch.device,
+) -> PagedAttentionInputs:
+    """Layout of a step whose row r brings ``num_new[r]`` tokens at positions starts[r]..
+
+    Consecutive one-token rows (decodes) share one SDPA under a padding mask; every other row
+    (a prefill chunk) has its own, causal from its cached prefix: query t sees keys
+    0..starts[r]+t. The caller's block tables must cover every position they write.
+    """
+    positions = [p for start, n in zip(starts, num_new) for p in range(start, start + n)]
+    rows = [r for r, n in enumerate(num_new) for _ in range(n)]
+    slots = [block_tables[r][p // block_size] * block_size + p % block_size for r, p in zip(rows, positions)]
+    groups, token = [], 0
+    for first, stop in _group_rows(num_new):
+        group = _attention_group(token, starts[first:stop], num_new[first], block_tables[first:stop],
+                                 block_size, device)
+        groups.append(group)
+        token = group.token_stop
+    return PagedAttentionInputs(torch.tensor([positions], device=device), torch.tensor(slots, device=device),
+                                tuple(groups))
+
+
+def _group_rows(num_new: Sequence[int]) -> list[tuple[int, int]]:
+    """Runs of rows (first, stop) attending together: one-token rows in a run, others alone."""
+    runs: list[tuple[int, int]] = []
+    for row, n in enumerate(num_new):
+        if n == 1 and runs and runs[-1][1] == row and num_new[runs[-1][0]] == 1:
+            runs[-1] = (runs[-1][0], row + 1)
+        else:
+            runs.append((row, row + 1))
+    return runs
+
+
+def _attention_group(
+    token_start: int, starts: Sequence[int], num_new: int, block_tables: Sequence[Sequence[int]],
+    block_size: int, device: torch.device,
+) -> AttentionGroup:
+    """Rows each bringing ``num_new`` tokens at ``starts``; row r reads keys 0..starts[r]+num_new-1."""
+    lengths = [start + num_new for start in starts]
+    kv_len = max(lengths)
+    num_blocks = -(-kv_len // block_size)
+    # A short row is padded with its own first block: finite values, masked out.
+    tables = [list(table[:num_blocks]) + [table[0]] * (num_blocks - len(table)) for table in block_tables]
+    mask = None
+    if num_new > 1 or min(lengths) != kv_len:
+        key_ids = torch.arange(kv_len, device=device)  # [kv_len]
+        last_visible = torch.tensor(starts, device=device)[:, None] + torch.arange(num_new, device=device)  # [B, T]
+        mask = (key_ids[None, None, :] <= last_visible[:, :, None])[:, None]  # [B, 1, T, kv_len]
+    return AttentionGroup(token_start, token_start + len(starts) * num_new, len(starts),
+                          torch.tensor(tables, device=device), kv_len, mask)
+
+
 class Attention(torch.nn.Module):
     def __init__(
         self,
@@ -84,16 +169,51 @@ class Attention(torch.nn.Module):
         self.head_dim = head_dim
 
     def forward(
-        self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor], cache: LayerCache, inputs: AttentionInputs
+        self,
+        x: torch.Tensor,
+        angles: tuple[torch.Tensor, torch.Tensor],
+        cache: LayerCache | PagedLayer,
+        inputs: AttentionInputs | PagedAttentionInputs,
     ) -> torch.Tensor:
+        if isinstance(inputs, PagedAttentionInputs):
+            return self._paged_forward(x, angles, cache, inputs)
         # x: [B, T, hidden]; the new tokens go to the cache slots inputs.positions
+        batch, length, _ = x.shape
+        heads = self.num_heads
+        qk, v = self._project(x, angles)  # [B, T, H + KVH, D], [B, T, KVH, D]
+        q = qk[:, :, :heads].transpose(1, 2)  # [B, H, T, D]
+        k = qk[:, :, heads:].transpose(1, 2)  # [B, KVH, T, D]
+        keys, values = cache.write(k, v.transpose(1, 2), inputs.slots, inputs.kv_len)  # [B, KVH, kv_len, D]
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=inputs.mask, enable_gqa=True)
+        return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))  # out: [B, H, T, D]
+
+    def _project(
+        self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Rotated queries and keys [B, T, H + KVH, D] (heads first) and values [B, T, KVH, D]."""
         batch, length, _ = x.shape
         heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
         qkv = self.qkv_proj(x)  # [B, T, (H + 2 KVH) D]
         qk = apply_rotary(qkv[..., : (heads + kv_heads) * dim].view(batch, length, heads + kv_heads, dim), angles)
-        q = qk[:, :, :heads].transpose(1, 2)  # [B, H, T, D]
-        k = qk[:, :, heads:].transpose(1, 2)  # [B, KVH, T, D]
-        v = qkv[..., (heads + kv_heads) * dim:].view(batch, length, kv_heads, dim).transpose(1, 2)
-        keys, values = cache.write(k, v, inputs.slots, inputs.kv_len)  # [B, KVH, kv_len, D]
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=inputs.mask, enable_gqa=True)
-        return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))  # out: [B, H, T, D]
+        return qk, qkv[..., (heads + kv_heads) * dim:].view(batch, length, kv_heads, dim)
+
+    def _paged_forward(
+        self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor], cache: PagedLayer,
+        inputs: PagedAttentionInputs,
+    ) -> torch.Tensor:
+        # x: [1, N, hidden], every token of the step; linear layers see them as one batch
+        heads = self.num_heads
+        qk, v = self._project(x, angles)  # [1, N, H + KVH, D], [1, N, KVH, D]
+        cache.write(qk[0, :, heads:], v[0], inputs.slots)
+        q = qk[0, :, :heads]  # [N, H, D]
+        outs = [self._group_attention(q, cache, group) for group in inputs.groups]  # [tokens, H, D] each
+        out = outs[0] if len(outs) == 1 else torch.cat(outs)  # [N, H, D]
+        return self.o_proj(out.view(1, q.shape[0], -1))
+
+    def _group_attention(self, q: torch.Tensor, cache: PagedLayer, group: AttentionGroup) -> torch.Tensor:
+        """One SDPA for ``group``'s queries (of q [N, H, D]); returns [tokens, H, D]."""
+        rows, heads, dim = group.num_rows, self.num_heads, self.head_dim
+        queries = q[group.token_start:group.token_stop].view(rows, -1, heads, dim).transpose(1, 2)  # [B, H, T, D]
+        keys, values = cache.gather(group.blocks, group.kv_len)  # [B, KVH, kv_len, D]
+        out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=group.mask, enable_gqa=True)
+        return out.transpose(1, 2).reshape(-1, heads, dim)  # out: [B, H, T, D]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import torch
 
 from mcp.engine.kv.cache import KVCache
-from mcp.engine.layers.attention import Attention, AttentionInputs
+from mcp.engine.kv.paged import PagedKVStorage
+from mcp.engine.layers.attention import Attention, AttentionInputs, PagedAttentionInputs
 from mcp.engine.layers.linear import LinearGroup
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
@@ -65,11 +66,18 @@ class LlamaForCausalLM(torch.nn.Module):
         return KVCache.allocate(arch.num_layers, batch_size, arch.num_kv_heads, max_len, arch.head_dim,
                                 self.dtype, self.embed_tokens.device)
 
-    def forward(self, input_ids: torch.Tensor, cache: KVCache, inputs: AttentionInputs) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        cache: KVCache | PagedKVStorage,
+        inputs: AttentionInputs | PagedAttentionInputs,
+    ) -> torch.Tensor:
         """Run new tokens [B, T] through the decoder; returns final hidden states [B, T, hidden].
 
         Row b is the cache's live row b; ``inputs`` (built once per forward by
         ``attention_inputs``) gives the new tokens' positions, which are their cache slots.
+        Over a paged cache the row is one step's tokens of every sequence [1, N] and
+        ``inputs`` comes from ``paged_attention_inputs``.
         """
         x = torch.nn.functional.embedding(input_ids, self.embed_tokens).to(self.dtype)
         angles = self.rotary.angles(inputs.positions)  # [B, T, 1, D] each, shared by every layer

@@ -1,0 +1,109 @@
+"""One continuous-batching step on a paged KV cache: the scheduler's chunks in, logits out.
+
+Each step the scheduler hands ``ModelRunner.execute`` one ``StepChunk`` per scheduled
+sequence: a prefill chunk of its prompt, or its one newest token to decode. All the step's
+tokens run through the linear layers together as one flattened batch [1, N, hidden];
+attention runs per group (the decodes together, each prefill chunk alone, see
+``layers/attention.py``) on keys gathered from the chunks' block tables. Which blocks a
+sequence owns, and when a chunk samples, is the scheduler's and block manager's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from mcp.engine.kv.paged import PagedKVStorage
+from mcp.engine.layers.attention import paged_attention_inputs
+from mcp.engine.models.llama import LlamaForCausalLM
+from mcp.runtime.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class StepChunk:
+    """One sequence's tokens in a step: ``token_ids`` at positions start..start+len-1.
+
+    ``block_table`` lists the sequence's physical blocks (block b holds positions
+    b*block_size..) and covers at least start+len positions; positions before ``start``
+    are already in the cache. ``samples``: the chunk ends at the sequence's last known
+    token, so the step returns logits for it.
+    """
+
+    token_ids: Sequence[int]
+    start: int
+    block_table: Sequence[int]
+    samples: bool
+
+
+def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int) -> PagedKVStorage:
+    """As many zeroed KV blocks for ``model`` as fit in ``num_bytes``."""
+    arch = model.arch
+    shape = (arch.num_layers, block_size, arch.num_kv_heads, arch.head_dim)
+    num_blocks = PagedKVStorage.blocks_within(num_bytes, *shape, model.dtype)
+    if num_blocks < 1:
+        per_block = PagedKVStorage.bytes_per_block(*shape, model.dtype)
+        raise ConfigError(f"a KV cache budget of {num_bytes} bytes holds no block of {block_size} tokens "
+                          f"({per_block} bytes); raise the budget or lower the block size")
+    return PagedKVStorage(arch.num_layers, num_blocks, block_size, arch.num_kv_heads, arch.head_dim,
+                          model.dtype, model.embed_tokens.device)
+
+
+class ModelRunner:
+    """Runs steps of chunks through ``model`` on ``storage``. One step at a time."""
+
+    def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage) -> None:
+        arch = model.arch
+        expected = (arch.num_layers, arch.num_kv_heads, arch.head_dim, model.dtype)
+        found = (storage.num_layers, storage.num_kv_heads, storage.head_dim, storage.dtype)
+        if found != expected:
+            raise ValueError(f"the KV storage has (layers, kv heads, head dim, dtype) {found}; "
+                             f"the model needs {expected}: allocate it with allocate_storage(model, ...)")
+        self.model = model
+        self.storage = storage
+        self.device = model.embed_tokens.device
+
+    @torch.inference_mode()
+    def execute(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
+        """Run one step; fp32 logits [number of sampling chunks, vocab], in the chunks' order."""
+        self._check(chunks)
+        # Decodes first and together, so that they attend in one SDPA; then each prefill chunk.
+        order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].token_ids) != 1)
+        ordered = [chunks[i] for i in order]
+        inputs = paged_attention_inputs([c.start for c in ordered], [len(c.token_ids) for c in ordered],
+                                        [c.block_table for c in ordered], self.storage.block_size, self.device)
+        ids = torch.tensor([[t for c in ordered for t in c.token_ids]], device=self.device)  # [1, N]
+        hidden = self.model(ids, self.storage, inputs)  # [1, N, hidden]
+        return self.model.compute_logits(hidden[0, _sampled_tokens(chunks, order, self.device)])
+
+    def _check(self, chunks: Sequence[StepChunk]) -> None:
+        if not chunks:
+            raise ValueError("a step needs at least one chunk")
+        max_positions = self.model.rotary.cos.shape[0]
+        for index, chunk in enumerate(chunks):
+            self._check_chunk(f"chunks[{index}]", chunk, max_positions)
+
+    def _check_chunk(self, name: str, chunk: StepChunk, max_positions: int) -> None:
+        if not chunk.token_ids or chunk.start < 0:
+            raise ValueError(f"{name} has {len(chunk.token_ids)} tokens from position {chunk.start}: "
+                             "a chunk brings at least one token, from position 0 or later")
+        end = chunk.start + len(chunk.token_ids)
+        if end > max_positions:
+            raise ValueError(f"{name} reaches position {end - 1}; the model runs up to {max_positions - 1}")
+        covered = len(chunk.block_table) * self.storage.block_size
+        if end > covered:
+            raise ValueError(f"{name} reaches position {end - 1} but its {len(chunk.block_table)} blocks "
+                             f"cover {covered} positions: allocate its blocks before scheduling it")
+        if min(chunk.block_table) < 0 or max(chunk.block_table) >= self.storage.num_blocks:
+            raise ValueError(f"{name} names a block outside 0..{self.storage.num_blocks - 1}")
+
+
+def _sampled_tokens(chunks: Sequence[StepChunk], order: list[int], device: torch.device) -> torch.Tensor:
+    """Index in the flattened step (chunks in ``order``) of each sampling chunk's last token."""
+    last, token = [0] * len(chunks), 0
+    for index in order:
+        token += len(chunks[index].token_ids)
+        last[index] = token - 1
+    return torch.tensor([last[i] for i, chunk in enumerate(chunks) if chunk.samples], dtype=torch.long,
+                        device=device)
