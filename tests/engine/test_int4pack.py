@@ -15,7 +15,7 @@ from mcp.engine.quant import int4pack
 PACK_CHECK = r"""
 import sys, torch
 from mcp.engine.quant import int4pack
-layout = int4pack.runtime_layout()
+layout = int4pack.torch_layout()
 assert layout == sys.argv[1], (layout, sys.argv[1])
 g = torch.Generator().manual_seed(0)
 for n, k in ((64, 64), (576, 576), (192, 96), (1536, 576)):
@@ -28,7 +28,7 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("layout", int4pack.LAYOUTS)
+@pytest.mark.parametrize("layout", int4pack.TORCH_LAYOUTS)
 def test_pack_reproduces_torch_for_each_cpu_capability(layout):
     env = {"ATEN_CPU_CAPABILITY": layout, "PATH": "/usr/bin:/bin"}
     proc = subprocess.run([sys.executable, "-c", PACK_CHECK, layout], env=env, capture_output=True, text=True)
@@ -41,6 +41,17 @@ def test_repack_between_layouts_keeps_codes():
         for wanted in int4pack.LAYOUTS:
             moved = int4pack.repack(int4pack.pack(codes, stored), stored, wanted)
             assert torch.equal(int4pack.unpack(moved, wanted), codes)
+
+
+def test_rows_layout_is_the_gguf_nibble_order(smollm2_gguf):
+    """The native kernels' layout holds a Q4_1 tensor's nibble bytes exactly as the GGUF does."""
+    reader = gguf.GGUFReader(smollm2_gguf)
+    tensor = next(t for t in reader.tensors if t.name == "blk.0.ffn_down.weight")
+    rows, cols = int(tensor.shape[1]), int(tensor.shape[0])
+    blocks = torch.from_numpy(np.array(tensor.data)).reshape(rows, cols // 32, 20)
+    codes, _ = int4pack.codes_from_blocks(blocks.reshape(rows, -1), "q4_1", (rows, cols))
+    packed = int4pack.pack(codes, "rows")
+    assert torch.equal(packed.reshape(rows, cols // 32, 16), blocks[..., 4:])
 
 
 def random_blocks(qtype, rows: int, cols: int, seed: int) -> np.ndarray:
@@ -87,7 +98,7 @@ def test_kernel_computes_the_format_within_bf16_rounding():
     blocks = random_blocks(gguf.GGMLQuantizationType.Q4_1, rows, cols, seed=5)
     codes, scale_offset = int4pack.codes_from_blocks(torch.from_numpy(blocks), "q4_1", (rows, cols))
     weight = int4pack.dequantize_int4(codes, scale_offset)
-    packed = int4pack.pack(codes, int4pack.runtime_layout())
+    packed = int4pack.pack(codes, int4pack.torch_layout())
     x = torch.randn(3, cols)
     for dtype, tolerance in ((torch.float32, 1e-4), (torch.bfloat16, 3e-2)):
         sz = int4pack.kernel_scale_and_zero(scale_offset, dtype)

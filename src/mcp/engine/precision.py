@@ -2,11 +2,15 @@
 
 The brief's hardware-aware precision routing as a pure function. For every weight matrix
 the plan picks a *decode* kernel (few rows per call: memory-bound, so the fewest bytes
-win: packed int4 where the source is 4-bit) and a *prefill* kernel (many rows:
-compute-bound, so a dense GEMM on dequantized weights, bf16 where the CPU multiplies bf16
-natively). Sensitive tensors (the embedding and output head, Q5_K/Q6_K/Q8_0 sources) keep
-at least bf16. The file's ``PrecisionPlan`` and the config can force a precision globally
-or per tensor pattern; "auto" leaves the choice to these rules.
+win: packed int4 where the source is 4-bit, grouped int8 where it is Q8_0) and a *prefill*
+kernel (many rows: compute-bound, so a dense GEMM on dequantized weights, bf16 where the
+CPU multiplies bf16 natively). On a CPU the decode kernels are the native ones
+(``mcp.engine.kernels``: ``mcp-int4``, ``mcp-int8``, exact weights and fp32 sums) when they
+are built, else PyTorch's ``int4pack`` (bf16 activations); CUDA runs dense bf16. Sensitive
+tensors (the embedding and output head) are never requantized: they keep their exact Q8_0
+values or at least bf16, as do Q5_K/Q6_K sources. The file's ``PrecisionPlan`` and the
+config can force a precision globally or per tensor pattern; "auto" leaves the choice to
+these rules.
 """
 
 from __future__ import annotations
@@ -19,9 +23,10 @@ from pathlib import Path
 
 import torch
 
+from mcp.engine import kernels
 from mcp.engine.quant import int8
 from mcp.engine.quant.int4pack import INT4_SOURCES, can_pack
-from mcp.modelfile.spec import PrecisionPlan, TensorSpec
+from mcp.modelfile.spec import QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, PrecisionPlan, TensorSpec
 from mcp.runtime.errors import ConfigError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
@@ -34,6 +39,10 @@ SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
 # dense weight cached, or AMX's bf16 GEMM, it pays from 16 (measured, 2 threads).
 DECODE_MAX_ROWS = 16
 DECODE_MAX_ROWS_DEQUANTIZING = 128
+# The native kernels dequantize a matrix for a dense GEMM about as fast as they multiply one
+# row by it, so the GEMM pays from a few rows (see RESULTS.md, "prefill row limit").
+DECODE_MAX_ROWS_NATIVE = 16
+NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
 
 
 @dataclass(frozen=True)
@@ -45,6 +54,7 @@ class Hardware:
     native_bf16: bool  # bf16 dot products in hardware (AVX512-BF16, AMX, or a CUDA GPU)
     amx: bool
     cuda_capability: tuple[int, int] | None = None
+    native_kernels: str | None = None  # the native CPU kernels' instruction set, when built
 
     @classmethod
     def detect(cls, device: torch.device) -> Hardware:
@@ -53,13 +63,18 @@ class Hardware:
             capability = torch.cuda.get_device_capability(device)
             return cls("cuda", torch.backends.cpu.get_cpu_capability(), capability >= (8, 0), False, capability)
         amx = "amx_bf16" in flags
-        return cls("cpu", torch.backends.cpu.get_cpu_capability(), amx or "avx512_bf16" in flags, amx)
+        native = kernels.isa() if kernels.available() else None
+        return cls("cpu", torch.backends.cpu.get_cpu_capability(), amx or "avx512_bf16" in flags, amx,
+                   native_kernels=native)
 
     def describe(self) -> str:
         if self.device_type == "cuda":
             return f"cuda sm_{self.cuda_capability[0]}{self.cuda_capability[1]}"
         extras = [name for name, on in (("bf16", self.native_bf16), ("amx", self.amx)) if on]
-        return f"cpu {self.cpu_capability.lower()}" + (f" +{'+'.join(extras)}" if extras else "")
+        text = f"cpu {self.cpu_capability.lower()}" + (f" +{'+'.join(extras)}" if extras else "")
+        native = f"native kernels {self.native_kernels}" if self.native_kernels else \
+            f"native kernels not built ({kernels.BUILD_ERROR})"
+        return f"{text}, {native}"
 
 
 @lru_cache(maxsize=1)
@@ -76,7 +91,8 @@ def _cpu_flags() -> frozenset[str]:
 
 @dataclass(frozen=True)
 class TensorPlan:
-    """Kernels for one tensor: ``dense-fp32``, ``dense-bf16``, ``dense-f16``, ``int4pack`` or ``int8pack``."""
+    """Kernels for one tensor: ``dense-fp32``, ``dense-bf16``, ``dense-f16``, ``mcp-int4``,
+    ``mcp-int8`` (native), ``int4pack`` or ``int8pack`` (PyTorch's)."""
 
     decode: str
     prefill: str
@@ -126,12 +142,20 @@ def resolve(
             raise ConfigError(f"precision override {pattern!r}: {precision!r} is not one of {', '.join(PRECISION_CHOICES)}")
     plan = {}
     for spec in tensors:
-        if len(spec.shape) != 2:
-            continue
+        if len(spec.shape) != 2 or spec.name.endswith((QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX)):
+            continue  # not a weight matrix: a vector, or the scales of a quantized one
         wanted = _requested(spec.name, file_plan, forced, overrides)
         plan[spec.name] = choose_kernels(spec, wanted, hardware)
-    rows = DECODE_MAX_ROWS if cache_prefill_weights or hardware.amx else DECODE_MAX_ROWS_DEQUANTIZING
-    return ResolvedPlan(plan, _activations(file_plan, forced, hardware), hardware.describe(), rows)
+    return ResolvedPlan(plan, _activations(file_plan, forced, hardware), hardware.describe(),
+                        _decode_max_rows(plan, hardware, cache_prefill_weights))
+
+
+def _decode_max_rows(plan: dict[str, TensorPlan], hardware: Hardware, cache_prefill_weights: bool) -> int:
+    if cache_prefill_weights or hardware.amx:
+        return DECODE_MAX_ROWS
+    if any(p.decode in NATIVE_KERNELS for p in plan.values()):
+        return DECODE_MAX_ROWS_NATIVE
+    return DECODE_MAX_ROWS_DEQUANTIZING
 
 
 def _requested(name: str, file_plan: PrecisionPlan, forced: str | None, overrides) -> str:
@@ -149,18 +173,23 @@ def _requested(name: str, file_plan: PrecisionPlan, forced: str | None, override
 def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware) -> TensorPlan:
     """The kernels for one 2-D tensor given what was asked for ("auto" or a precision)."""
     dense = "dense-bf16" if hardware.native_bf16 or hardware.device_type == "cuda" else "dense-fp32"
-    int4_ok = hardware.device_type == "cpu" and spec.encoding in ("int4", *INT4_SOURCES) and can_pack(spec.shape)
+    cpu = hardware.device_type == "cpu"
+    int4_ok = cpu and spec.encoding in ("int4", *INT4_SOURCES) and can_pack(spec.shape)
+    int4_kernel = "mcp-int4" if hardware.native_kernels else "int4pack"
+    grouped_int8 = cpu and hardware.native_kernels and spec.encoding in ("int8", "q8_0") and spec.shape[1] % 32 == 0
     if wanted in TORCH_DTYPES:
         kernel = f"dense-{wanted}"
         return TensorPlan(kernel, kernel)
     if wanted == "int4" and int4_ok and spec.name not in SENSITIVE:
-        return TensorPlan("int4pack", dense)
+        return TensorPlan(int4_kernel, dense)
     if wanted == "int8" and hardware.device_type == "cpu" and int8.can_quantize(spec.shape) and spec.name not in SENSITIVE:
         return TensorPlan("int8pack", dense)
     if wanted not in ("auto", "int4", "int8"):
         raise ConfigError(f"tensor {spec.name}: unknown precision {wanted!r}")
     if int4_ok and spec.name not in SENSITIVE:
-        return TensorPlan("int4pack", dense)
+        return TensorPlan(int4_kernel, dense)
+    if grouped_int8:  # Q8_0's own values, exactly: the head and embedding included
+        return TensorPlan("mcp-int8", dense)
     # A dense matrix is held once, so one dtype serves both phases: bf16, since memory-bound
     # decode reads half the bytes of fp32 even where the CPU has no native bf16 math.
     return TensorPlan("dense-bf16", "dense-bf16")
@@ -170,4 +199,6 @@ def _activations(file_plan: PrecisionPlan, forced: str | None, hardware: Hardwar
     requested = forced if forced not in (None, "auto") else file_plan.default
     if requested in TORCH_DTYPES:
         return requested
+    if hardware.native_kernels:  # they take fp32 as it is; sums are fp32 either way
+        return "fp32"
     return "bf16" if hardware.native_bf16 else "fp32"

@@ -1,8 +1,8 @@
 """Turning the tensors of a ``.mcp`` file into runtime weights, as the precision plan says.
 
 Dense tensors already in the planned dtype stay in the file's memory map (zero copy: a
-warm load reads nothing); packed int4 tensors in this CPU's byte order are used as
-stored. Anything else is converted once at load: GGUF 4-bit blocks are re-laid as int4,
+warm load reads nothing); packed int4 tensors in the runtime kernel's byte order and grouped
+int8 tensors are used as stored. Anything else is converted once at load: GGUF 4-bit blocks are re-laid as int4,
 other blocks are dequantized, dense tensors are cast, and a tensor planned as int8 is
 quantized from its dequantized values.
 """
@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from mcp.engine.layers.linear import Int4Linear, Int8Linear, Linear
-from mcp.engine.precision import TORCH_DTYPES, ResolvedPlan
+from mcp.engine.kernels import QuantMatrix
+from mcp.engine.layers.embedding import Embedding
+from mcp.engine.layers.linear import Int4Linear, Int8Linear, Linear, NativeLinear
+from mcp.engine.precision import NATIVE_KERNELS, TORCH_DTYPES, ResolvedPlan
 from mcp.engine.quant import int4pack, int8
 from mcp.engine.quant.dequant import dequantize
 from mcp.modelfile.reader import ModelFile
-from mcp.modelfile.spec import DENSE_ENCODINGS, QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, TensorSpec
+from mcp.modelfile.spec import (DENSE_ENCODINGS, INT4_ENCODING, INT8_ENCODING, QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX,
+                                TensorSpec)
 
 
 class ModelWeights:
@@ -30,6 +33,7 @@ class ModelWeights:
         self._device = device
         self._cache_prefill = cache_prefill_weights
         self._dense: dict[str, torch.Tensor] = {}
+        self._quant: dict[str, QuantMatrix] = {}  # shared by a tied embedding and head
 
     def has(self, name: str) -> bool:
         return name in self._specs
@@ -46,6 +50,13 @@ class ModelWeights:
             self._dense[name] = self._dense_value(spec, dtype)
         return self._dense[name]
 
+    def embedding(self, name: str) -> Embedding:
+        """The token embedding: over the grouped int8 matrix when the head runs it, else dense."""
+        plan = self._plan.by_tensor.get(name)
+        if plan is not None and plan.decode == "mcp-int8":
+            return Embedding(self._quant_matrix(self._specs[name]))
+        return Embedding(self.tensor(name))
+
     def linear(self, prefix: str) -> torch.nn.Module:
         """The module for ``{prefix}.weight`` (and ``{prefix}.bias`` when there is one)."""
         name = f"{prefix}.weight"
@@ -55,11 +66,13 @@ class ModelWeights:
             return Linear(self.tensor(name), bias)
         options = {"bias": bias, "prefill_dtype": TORCH_DTYPES[plan.prefill.removeprefix("dense-")],
                    "cache_dense": self._cache_prefill, "decode_max_rows": self._plan.decode_max_rows}
+        if plan.decode in NATIVE_KERNELS:
+            return NativeLinear(self._quant_matrix(self._specs[name]), **options)
         if plan.decode == "int8pack":
             codes, scales = int8.quantize(self._dense_value(self._specs[name], torch.float32))
             return Int8Linear(codes, scales, **options)
         packed, scale_zero = self._int4(self._specs[name])
-        return Int4Linear(packed, scale_zero, layout=int4pack.runtime_layout(), **options)
+        return Int4Linear(packed, scale_zero, layout=int4pack.torch_layout(), **options)
 
     def _dense_value(self, spec: TensorSpec, dtype: torch.dtype) -> torch.Tensor:
         stored = self._file.tensor(spec.name)
@@ -67,19 +80,39 @@ class ModelWeights:
             if stored.dtype == dtype and self._device.type == "cpu":
                 return stored  # the memory map itself; weights are never written
             return stored.to(device=self._device, dtype=dtype)
-        if spec.encoding == "int4":  # the exact values, from the f32 scale/offset
+        if spec.encoding == INT4_ENCODING:  # the exact values, from the f32 scale/offset
             codes = int4pack.unpack(stored, spec.layout or int4pack.runtime_layout())
             values = int4pack.dequantize_int4(codes, self._file.tensor(spec.name + QPARAMS_SUFFIX))
+            return values.to(device=self._device, dtype=dtype)
+        if spec.encoding == INT8_ENCODING:
+            values = int8.dequantize_grouped(stored, self._file.tensor(spec.name + QPARAMS_SUFFIX))
             return values.to(device=self._device, dtype=dtype)
         return dequantize(stored, spec.encoding, spec.shape, dtype=torch.float32).to(device=self._device, dtype=dtype)
 
     def _int4(self, spec: TensorSpec) -> tuple[torch.Tensor, torch.Tensor]:
         """Packed codes in this CPU's layout and the kernel's scale_and_zero bf16 [K/32, N, 2]."""
         stored = self._file.tensor(spec.name)
-        wanted = int4pack.runtime_layout()
+        wanted = int4pack.torch_layout()
         if spec.encoding == "int4":
             scale_zero = self._file.tensor(spec.name + SCALE_ZERO_SUFFIX)
             int4pack.check_packed(spec.name, stored, scale_zero, spec.shape)
             return int4pack.repack(stored, spec.layout or wanted, wanted), scale_zero
         codes, scale_offset = int4pack.codes_from_blocks(stored, spec.encoding, spec.shape)
         return int4pack.pack(codes, wanted), int4pack.kernel_scale_and_zero(scale_offset, torch.bfloat16)
+
+    def _quant_matrix(self, spec: TensorSpec) -> QuantMatrix:
+        """The native kernels' form of a 4-bit or Q8_0 tensor, as stored when it is already."""
+        if spec.name not in self._quant:
+            stored = self._file.tensor(spec.name)
+            if spec.encoding == INT8_ENCODING:
+                matrix = QuantMatrix("int8", stored, self._file.tensor(spec.name + QPARAMS_SUFFIX))
+            elif spec.encoding == "q8_0":
+                matrix = QuantMatrix("int8", *int8.codes_from_q8_0(stored, spec.shape))
+            elif spec.encoding == INT4_ENCODING:
+                codes = int4pack.repack(stored, spec.layout or "rows", "rows")
+                matrix = QuantMatrix("int4", codes.contiguous(), self._file.tensor(spec.name + QPARAMS_SUFFIX))
+            else:
+                codes, qparams = int4pack.codes_from_blocks(stored, spec.encoding, spec.shape)
+                matrix = QuantMatrix("int4", int4pack.pack(codes, "rows"), qparams.contiguous())
+            self._quant[spec.name] = matrix
+        return self._quant[spec.name]

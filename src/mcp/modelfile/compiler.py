@@ -31,9 +31,11 @@ from mcp.engine.quant.int4pack import (
     pack,
     runtime_layout,
 )
+from mcp.engine.quant.int8 import codes_from_q8_0
 from mcp.modelfile.spec import (
     BLOCK_ENCODINGS,
     INT4_ENCODING,
+    INT8_ENCODING,
     QPARAMS_SUFFIX,
     SCALE_ZERO_SUFFIX,
     ArchitectureConfig,
@@ -55,7 +57,8 @@ PRECISION_ENCODINGS = {
     "bf16": ("bf16", torch.bfloat16),
 }
 # "auto" writes what the runtime's auto plan runs, so that loading converts nothing: 4-bit
-# GGUF blocks as packed int4 in this CPU's byte order, other matrices as bf16.
+# GGUF blocks as packed int4 in this runtime's byte order, Q8_0 blocks as grouped int8 (both
+# exact), other matrices as bf16.
 PRECISION_CHOICES = ("auto", "source", *PRECISION_ENCODINGS)
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
 _BLOCK_QTYPES = {encoding: GGMLQuantizationType[encoding.upper()] for encoding in BLOCK_ENCODINGS}
@@ -222,14 +225,19 @@ def _target_encoding(tensor: SourceTensor, precision: str) -> str:
         return PRECISION_ENCODINGS[precision][0]
     if tensor.encoding in INT4_SOURCES and can_pack(tensor.shape) and tensor.name not in SENSITIVE:
         return INT4_ENCODING
+    if tensor.encoding == "q8_0" and len(tensor.shape) == 2:
+        return INT8_ENCODING
     return "bf16" if tensor.encoding in BLOCK_ENCODINGS or tensor.encoding == "f32" else tensor.encoding
 
 
 def _specs(tensor: SourceTensor, encoding: str) -> tuple[TensorSpec, ...]:
     """The header entries a source tensor becomes (an int4 tensor brings its qparams)."""
+    rows, cols = tensor.shape[0], tensor.shape[-1]
+    if encoding == INT8_ENCODING:
+        return (TensorSpec(tensor.name, encoding, tensor.shape, sha256=""),
+                TensorSpec(tensor.name + QPARAMS_SUFFIX, "f32", (rows, cols // GROUP_SIZE), sha256=""))
     if encoding != INT4_ENCODING:
         return (TensorSpec(tensor.name, encoding, tensor.shape, sha256=""),)
-    rows, cols = tensor.shape
     return (
         TensorSpec(tensor.name, encoding, tensor.shape, sha256="", layout=runtime_layout()),
         TensorSpec(tensor.name + QPARAMS_SUFFIX, "f32", (rows, cols // GROUP_SIZE, 2), sha256=""),
@@ -245,6 +253,9 @@ def _loaders(tensor: SourceTensor, encoding: str) -> dict[str, Callable[[], Tens
         int4 = _Int4Conversion(tensor)
         return {tensor.name: int4.packed, tensor.name + QPARAMS_SUFFIX: int4.qparams,
                 tensor.name + SCALE_ZERO_SUFFIX: int4.scale_zero}
+    if encoding == INT8_ENCODING:
+        int8 = _Int8Conversion(tensor)
+        return {tensor.name: int8.codes, tensor.name + QPARAMS_SUFFIX: int8.scales}
     dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[encoding]
     return {tensor.name: lambda: to_dense(tensor).to(dtype)}
 
@@ -272,6 +283,27 @@ class _Int4Conversion:
             self._parts = {"packed": pack(codes, runtime_layout()), "qparams": qparams,
                            "scale_zero": kernel_scale_and_zero(qparams, torch.bfloat16)}
         return self._parts.pop(part)  # the writer asks for each part once
+
+
+class _Int8Conversion:
+    """Splits a Q8_0 GGUF tensor into int8 codes and scales, once; the writer fetches both."""
+
+    def __init__(self, tensor: SourceTensor) -> None:
+        self._tensor = tensor
+        self._parts: dict[str, torch.Tensor] = {}
+
+    def codes(self) -> torch.Tensor:
+        return self._take("codes")
+
+    def scales(self) -> torch.Tensor:
+        return self._take("scales")
+
+    def _take(self, part: str) -> torch.Tensor:
+        if not self._parts:
+            blocks = torch.from_numpy(np.array(self._tensor.load()))
+            codes, scales = codes_from_q8_0(blocks, self._tensor.shape)
+            self._parts = {"codes": codes, "scales": scales}
+        return self._parts.pop(part)
 
 
 def to_dense(tensor: SourceTensor) -> torch.Tensor:

@@ -34,10 +34,15 @@ BLOCK_ENCODINGS = {  # encoding -> (weights per block, bytes per block)
 # order (TensorSpec.layout), with two companions: "<name>.qparams" f32 [N, K/32, 2], each
 # group's scale and offset (w = scale * q + offset, exact), and "<name>.scale_zero" bf16
 # [K/32, N, 2], the same in the kernel's form (w = (q - 8) * scale + zero), read at run time.
+# In the "rows" layout (the native kernels', mcp.engine.kernels) each row holds K/32 groups
+# of 16 bytes in GGUF's Q4_0/Q4_1 nibble order.
 INT4_ENCODING = "int4"
 QPARAMS_SUFFIX = ".qparams"
 SCALE_ZERO_SUFFIX = ".scale_zero"
-ENCODINGS = DENSE_ENCODINGS + tuple(BLOCK_ENCODINGS) + (INT4_ENCODING,)
+# Grouped int8 (GGUF's Q8_0, exactly): int8 [N, K] codes with one companion "<name>.qparams"
+# f32 [N, K/32], each group's scale (w = scale * q).
+INT8_ENCODING = "int8"
+ENCODINGS = DENSE_ENCODINGS + tuple(BLOCK_ENCODINGS) + (INT4_ENCODING, INT8_ENCODING)
 
 # What a precision plan may name for a tensor: "auto" lets the runtime choose by hardware.
 PRECISIONS = ("auto", "fp32", "bf16", "f16", "int4", "int8")
@@ -201,7 +206,7 @@ def _header_from_dict(data: dict[str, Any]) -> ModelHeader:
 
 def stored_shape(encoding: str, shape: tuple[int, ...]) -> tuple[int, ...]:
     """Shape of the stored array for a tensor of logical ``shape`` in ``encoding``."""
-    if encoding in DENSE_ENCODINGS:
+    if encoding in DENSE_ENCODINGS or encoding == INT8_ENCODING:
         return shape
     if encoding == INT4_ENCODING:
         return (shape[0], shape[1] // 2)

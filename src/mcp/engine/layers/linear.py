@@ -1,9 +1,10 @@
 """Linear layers over weights already in their runtime form.
 
 Each layer owns its weights; the loader hands it tensors in the form the precision plan
-chose. ``Linear`` is a dense GEMM; ``Int4Linear`` runs PyTorch's packed int4 kernel for
-few rows (decode) and a dense GEMM on the dequantized weight for many rows (prefill);
-``Int8Linear`` does the same with the weight-only int8 kernel. ``LinearGroup`` is several
+chose. ``Linear`` is a dense GEMM; ``NativeLinear`` runs the native kernels
+(``mcp.engine.kernels``: grouped int4 or int8, exact weights, fp32 sums) for few rows
+(decode) and a dense GEMM on the dequantized weight for many rows (prefill); ``Int4Linear``
+and ``Int8Linear`` do the same with PyTorch's packed int4 and weight-only int8 kernels. ``LinearGroup`` is several
 projections of the same input (q/k/v, gate/up) returning one concatenated output: packed
 members are fused into one matrix at load, so a step makes one kernel call where it made
 three. Outputs come back in the activations' dtype.
@@ -17,7 +18,10 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
+from mcp.engine.kernels import QuantMatrix
 from mcp.engine.quant import int4pack, int8
+
+_NATIVE_DTYPES = (torch.float32, torch.bfloat16)
 
 
 class Linear(torch.nn.Module):
@@ -33,9 +37,9 @@ class Linear(torch.nn.Module):
 
 
 class PackedLinear(torch.nn.Module, abc.ABC):
-    """A weight-only quantized layer: its packed kernel for up to ``decode_max_rows`` rows
-    (bf16 activations, the kernels' fast path), a dense ``prefill_dtype`` GEMM on the
-    dequantized weight above (dequantized per call unless ``cache_dense``)."""
+    """A weight-only quantized layer: its packed kernel for up to ``decode_max_rows`` rows,
+    a dense ``prefill_dtype`` GEMM on the dequantized weight above (dequantized per call
+    unless ``cache_dense``)."""
 
     def __init__(self, out_features: int, in_features: int, bias: torch.Tensor | None,
                  prefill_dtype: torch.dtype, decode_max_rows: int) -> None:
@@ -48,7 +52,7 @@ class PackedLinear(torch.nn.Module, abc.ABC):
 
     @abc.abstractmethod
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
-        """bf16 x [M, K] -> bf16 [M, N] on the packed weight."""
+        """x [M, K] -> [M, N] on the packed weight (in the kernel's output dtype)."""
 
     @abc.abstractmethod
     def dense_weight(self) -> torch.Tensor:
@@ -63,14 +67,38 @@ class PackedLinear(torch.nn.Module, abc.ABC):
             weight = self._dense if self._dense is not None else self.dense_weight()
             out = _dense(x.to(self.prefill_dtype), weight, None)
         else:
-            flat = x.reshape(rows, self.in_features).to(torch.bfloat16)
-            out = self.packed_mm(flat).view(*x.shape[:-1], self.out_features)
+            out = self.packed_mm(x.reshape(rows, self.in_features)).view(*x.shape[:-1], self.out_features)
         out = out.to(x.dtype)
         return out if self.bias is None else out + self.bias.to(x.dtype)
 
     def _fused_options(self, parts: Sequence[PackedLinear]) -> dict:
         return {"bias": _fused_bias(parts), "prefill_dtype": self.prefill_dtype,
                 "cache_dense": any(p._dense is not None for p in parts), "decode_max_rows": self.decode_max_rows}
+
+
+class NativeLinear(PackedLinear):
+    """A grouped int4 or int8 weight (``QuantMatrix``) on the native kernels: the decode
+    path takes fp32 or bf16 activations as they are and returns them in the same dtype."""
+
+    def __init__(self, matrix: QuantMatrix, bias: torch.Tensor | None, prefill_dtype: torch.dtype,
+                 cache_dense: bool, decode_max_rows: int) -> None:
+        n, k = matrix.shape
+        super().__init__(n, k, bias, prefill_dtype, decode_max_rows)
+        self.matrix = matrix
+        if cache_dense:
+            self.cache_dense()
+
+    @classmethod
+    def fuse(cls, parts: Sequence[NativeLinear]) -> NativeLinear:
+        return cls(QuantMatrix.concat([p.matrix for p in parts]), **parts[0]._fused_options(parts))
+
+    def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
+        return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32))
+
+    def dense_weight(self) -> torch.Tensor:
+        if self.prefill_dtype in _NATIVE_DTYPES:
+            return self.matrix.dequantize(self.prefill_dtype)
+        return self.matrix.dequantize().to(self.prefill_dtype)
 
 
 class Int4Linear(PackedLinear):
@@ -100,8 +128,9 @@ class Int4Linear(PackedLinear):
                    torch.cat([p.scale_and_zero for p in parts], dim=1), parts[0]._layout,
                    **parts[0]._fused_options(parts))
 
-    def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
-        return torch._weight_int4pack_mm_for_cpu(x, self.packed, int4pack.GROUP_SIZE, self.scale_and_zero)
+    def packed_mm(self, x: torch.Tensor) -> torch.Tensor:  # bf16 activations: the kernel's fast path
+        return torch._weight_int4pack_mm_for_cpu(x.to(torch.bfloat16), self.packed, int4pack.GROUP_SIZE,
+                                                 self.scale_and_zero)
 
     def dense_weight(self) -> torch.Tensor:
         values = int4pack.dequantize_kernel_form(self.packed, self._layout, self.scale_and_zero)
@@ -132,7 +161,7 @@ class Int8Linear(PackedLinear):
                    **parts[0]._fused_options(parts))
 
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
-        return torch._weight_int8pack_mm(x, self.codes, self.scales)
+        return torch._weight_int8pack_mm(x.to(torch.bfloat16), self.codes, self.scales)
 
     def dense_weight(self) -> torch.Tensor:
         return int8.dequantize(self.codes, self.scales, self.prefill_dtype)
@@ -150,7 +179,8 @@ class LinearGroup(torch.nn.Module):
         super().__init__()
         self.sizes = [p.out_features for p in parts]
         kinds = {type(p) for p in parts}
-        if len(kinds) == 1 and kinds <= {Int4Linear, Int8Linear}:
+        if kinds == {NativeLinear} and len({p.matrix.kind for p in parts}) == 1 or \
+                len(kinds) == 1 and kinds <= {Int4Linear, Int8Linear}:
             self.parts = torch.nn.ModuleList([kinds.pop().fuse(parts)])
         else:
             self.parts = torch.nn.ModuleList(parts)

@@ -11,6 +11,7 @@ import torch
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.attention import Attention, AttentionInputs, PagedAttentionInputs
+from mcp.engine.layers.embedding import Embedding
 from mcp.engine.layers.linear import LinearGroup
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
@@ -51,7 +52,7 @@ class LlamaForCausalLM(torch.nn.Module):
         super().__init__()
         self.arch = arch
         self.dtype = dtype  # of activations and the KV cache
-        self.embed_tokens = torch.nn.Parameter(weights.tensor("model.embed_tokens.weight"), requires_grad=False)
+        self.embed_tokens: Embedding = weights.embedding("model.embed_tokens.weight")
         self.layers = torch.nn.ModuleList(
             DecoderLayer(arch, weights, f"model.layers.{i}") for i in range(arch.num_layers)
         )
@@ -79,7 +80,7 @@ class LlamaForCausalLM(torch.nn.Module):
         Over a paged cache the row is one step's tokens of every sequence [1, N] and
         ``inputs`` comes from ``paged_attention_inputs``.
         """
-        x = torch.nn.functional.embedding(input_ids, self.embed_tokens).to(self.dtype)
+        x = self.embed_tokens(input_ids).to(self.dtype)
         angles = self.rotary.angles(inputs.positions)  # [B, T, 1, D] each, shared by every layer
         for layer, layer_cache in zip(self.layers, cache.layers):
             x = layer(x, angles, layer_cache, inputs)

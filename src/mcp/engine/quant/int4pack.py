@@ -8,26 +8,37 @@ values for Q4_0 (where ``d * 0`` may be ``-0.0`` in ggml and ``+0.0`` here). The
 ``scale_and_zero`` [K/32, N, 2] with their own formula ``w = (q - 8) * scale + zero``, so
 ``zero = offset + 8 * scale``.
 
-Codes are stored pre-packed in the byte order of ``torch._convert_weight_to_int4pack_for_cpu``,
-which depends on the CPU capability torch dispatches to ("avx512", "avx2", "default"). The
-order is pure index shuffling, reproduced here so that the compiler can pack offline and a
-loader on another CPU can repack without the source file.
+Codes are stored pre-packed in the byte order the runtime's kernel reads: "rows" for the
+native kernels (``mcp.engine.kernels``: each row K/32 groups of 16 bytes, byte j holding
+element j in its low nibble and j + 16 in its high one, GGUF's Q4_0/Q4_1 order), or the
+order of ``torch._convert_weight_to_int4pack_for_cpu``, which depends on the CPU capability
+torch dispatches to ("avx512", "avx2", "default"). Every order is pure index shuffling,
+reproduced here so that the compiler can pack offline and a loader with another kernel or on
+another CPU can repack without the source file.
 """
 
 from __future__ import annotations
 
 import torch
 
+from mcp.engine import kernels
 from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 GROUP_SIZE = 32
 ROW_ALIGN = 64  # rows per block in the widest layout; other row counts are not packed
-LAYOUTS = ("avx512", "avx2", "default")
+LAYOUTS = ("rows", "avx512", "avx2", "default")
+TORCH_LAYOUTS = LAYOUTS[1:]
 INT4_SOURCES = ("q4_0", "q4_1", "q4_k")
 
 
 def runtime_layout() -> str:
-    """The byte order the CPU int4pack kernel expects in this process."""
+    """The byte order this process's int4 kernel reads: the native kernels' when they are
+    built, else torch's int4pack kernel's for this CPU."""
+    return "rows" if kernels.available() else torch_layout()
+
+
+def torch_layout() -> str:
+    """The byte order torch's CPU int4pack kernel expects in this process."""
     capability = torch.backends.cpu.get_cpu_capability().lower()
     return capability if capability in LAYOUTS else "default"
 
@@ -40,6 +51,9 @@ def pack(codes: torch.Tensor, layout: str) -> torch.Tensor:
     """Codes uint8 [N, K] (values 0..15) -> packed uint8 [N, K/2] in ``layout``'s byte order."""
     n, k = codes.shape
     codes = codes.to(torch.uint8)
+    if layout == "rows":  # per group of 32: byte j holds elements j and j + 16
+        c = codes.reshape(n, k // GROUP_SIZE, 2, GROUP_SIZE // 2)
+        return (c[:, :, 0] | (c[:, :, 1] << 4)).reshape(n, k // 2)
     if layout == "avx512":  # blocks of 64 rows; byte (k, j) holds rows j and j + 32
         c = codes.reshape(n // 64, 2, 32, k)
         packed = (c[:, 0] | (c[:, 1] << 4)).transpose(1, 2)  # [N/64, K, 32]
@@ -59,6 +73,9 @@ def unpack(packed: torch.Tensor, layout: str) -> torch.Tensor:
     n, half_k = packed.shape
     k = half_k * 2
     low, high = packed & 0x0F, packed >> 4
+    if layout == "rows":
+        groups = (t.reshape(n, k // GROUP_SIZE, GROUP_SIZE // 2) for t in (low, high))
+        return torch.cat(tuple(groups), dim=-1).reshape(n, k)
     if layout == "avx512":
         low, high = (t.reshape(n // 64, k, 32).transpose(1, 2) for t in (low, high))  # [N/64, 32, K]
         return torch.stack((low, high), dim=1).reshape(n, k)

@@ -1,4 +1,10 @@
-"""Weight-only int8 with one scale per output row, for PyTorch's ``_weight_int8pack_mm``.
+"""Weight-only int8: per output row for PyTorch's kernel, or per group of 32 (GGUF's Q8_0).
+
+Grouped int8 (``codes_from_q8_0``) is GGUF's Q8_0 block split into int8 codes [N, K] and
+fp32 scales [N, K/32], exactly (w = d * q); the native kernels (``mcp.engine.kernels``) read
+it as it is stored.
+
+Per-row int8 is for PyTorch's ``_weight_int8pack_mm``.
 
 A weight [N, K] becomes int8 codes q in [-127, 127] and fp32 scales s [N] with
 ``w ~ s[n] * q[n, k]``, ``s[n] = max_k |w[n, k]| / 127`` (symmetric, round to nearest). Unlike
@@ -16,6 +22,23 @@ import torch
 
 ROW_ALIGN = 16
 COLUMN_ALIGN = 32
+GROUP_SIZE = 32
+Q8_0_BLOCK_BYTES = 34  # fp16 d, then 32 int8 codes
+
+
+def codes_from_q8_0(blocks: torch.Tensor, shape: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """GGUF Q8_0 blocks [N, row_bytes] -> (int8 codes [N, K], fp32 scales [N, K/32]), exactly."""
+    n, k = shape
+    b = blocks.reshape(n, k // GROUP_SIZE, Q8_0_BLOCK_BYTES)
+    scales = b[..., 0:2].contiguous().view(torch.float16).squeeze(-1).to(torch.float32)
+    codes = b[..., 2:].contiguous().view(torch.int8).reshape(n, k)
+    return codes, scales
+
+
+def dequantize_grouped(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """Reference values of grouped int8: codes [N, K], scales [N, K/32] -> fp32 [N, K]."""
+    n, k = codes.shape
+    return (codes.to(torch.float32).reshape(n, k // GROUP_SIZE, GROUP_SIZE) * scales[..., None]).reshape(n, k)
 
 
 def can_quantize(shape: tuple[int, ...]) -> bool:

@@ -1,0 +1,137 @@
+"""Native CPU kernels: products with weight-only quantized matrices, groups of 32 along K.
+
+A ``QuantMatrix`` W [N, K] is either
+- int4: codes uint8 [N, K/2], each group of 32 weights in 16 bytes (byte j holds element j
+  in its low nibble and element j + 16 in its high one, GGUF's Q4_0/Q4_1 order), and
+  qparams f32 [N, K/32, 2] = (scale, offset): w = scale * q + offset;
+- int8: codes int8 [N, K] and qparams f32 [N, K/32] = scale: w = scale * q (GGUF's Q8_0).
+``W.matmul(x)`` computes x @ W.T for x [..., K] in fp32 or bf16, with the weights
+dequantized in registers exactly as ``W.dequantize()`` gives them and fp32 sums; it reads
+the quantized bytes once per call however many rows x has, which is what decode needs.
+
+The C++ (``csrc/``) is built by ``pip install`` as ``mcp.engine.kernels._cpu``, with an
+AVX-512, an AVX2 and a plain C++ build of each kernel chosen at run time, and runs on its own
+small thread pool with ``torch.get_num_threads()`` workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+try:
+    from mcp.engine.kernels import _cpu
+except ImportError as error:  # a source checkout that was never built
+    _cpu = None
+    BUILD_ERROR: str | None = f"{error}; run `make install` (or pip install -e .) to build it"
+else:
+    BUILD_ERROR = None
+
+GROUP_SIZE = 32
+_KINDS = {"int4": 0, "int8": 1}
+_OUT_DTYPES = (torch.float32, torch.bfloat16)
+
+
+def available() -> bool:
+    """True when the extension is built (every CPU can run it)."""
+    return _cpu is not None
+
+
+def isa() -> str:
+    """The instruction set the kernels run with: ``avx512``, ``avx2`` or ``scalar``."""
+    return _require().isa()
+
+
+def set_isa(name: str) -> None:
+    """Run the kernels with another instruction set (tests compare them)."""
+    if not _require().set_isa(name):
+        raise ValueError(f"instruction set {name!r} is unknown or not supported by this CPU "
+                         f"(best here: run the default); choose avx512, avx2 or scalar")
+
+
+@dataclass(frozen=True)
+class QuantMatrix:
+    """A quantized weight [N, K] in one of the two forms the module docstring gives."""
+
+    kind: str  # "int4" | "int8"
+    codes: torch.Tensor
+    qparams: torch.Tensor
+
+    def __post_init__(self) -> None:
+        _require()
+        if self.kind not in _KINDS:
+            raise ValueError(f"kind must be int4 or int8, got {self.kind!r}")
+        n, k = self.shape
+        expected = ((n, k // 2), torch.uint8, (n, k // GROUP_SIZE, 2)) if self.kind == "int4" else \
+            ((n, k), torch.int8, (n, k // GROUP_SIZE))
+        found = (tuple(self.codes.shape), self.codes.dtype, tuple(self.qparams.shape))
+        if k % GROUP_SIZE or found != expected or self.qparams.dtype != torch.float32:
+            raise ValueError(f"{self.kind} matrix: codes {list(self.codes.shape)} {self.codes.dtype}, qparams "
+                             f"{list(self.qparams.shape)} {self.qparams.dtype}; expected codes {list(expected[0])} "
+                             f"{expected[1]} and qparams {list(expected[2])} float32, K a multiple of {GROUP_SIZE}")
+        for name, tensor in (("codes", self.codes), ("qparams", self.qparams)):
+            if tensor.device.type != "cpu" or not tensor.is_contiguous():
+                raise ValueError(f"{self.kind} matrix: {name} must be a contiguous CPU tensor")
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        n, width = self.codes.shape
+        return n, width * 2 if self.kind == "int4" else width
+
+    @property
+    def out_features(self) -> int:
+        return self.codes.shape[0]
+
+    def matmul(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
+        """x [..., K] fp32 or bf16 -> x @ W.T [..., N] in ``out_dtype`` (default x's dtype)."""
+        n, k = self.shape
+        if x.dtype not in _OUT_DTYPES or x.shape[-1] != k or x.device.type != "cpu":
+            raise ValueError(f"x must be a CPU float32/bfloat16 tensor [..., {k}], got {x.dtype} {list(x.shape)}")
+        x = x.contiguous()
+        out_dtype = out_dtype or x.dtype
+        out = torch.empty(*x.shape[:-1], n, dtype=out_dtype)
+        _cpu.matmul(_KINDS[self.kind], x.data_ptr(), x.dtype == torch.bfloat16, x.numel() // k, k, n,
+                    self.codes.data_ptr(), self.qparams.data_ptr(), out.data_ptr(), out_dtype == torch.bfloat16,
+                    torch.get_num_threads())
+        return out
+
+    def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        """The weight's values [N, K] as fp32 (exactly scale * q + offset) or rounded to bf16."""
+        if dtype not in _OUT_DTYPES:
+            raise ValueError(f"dequantize gives float32 or bfloat16, not {dtype}")
+        n, k = self.shape
+        out = torch.empty(n, k, dtype=dtype)
+        _cpu.dequantize(_KINDS[self.kind], self.codes.data_ptr(), self.qparams.data_ptr(), n, k, out.data_ptr(),
+                        dtype == torch.bfloat16, torch.get_num_threads())
+        return out
+
+    def rows(self, index: torch.Tensor) -> torch.Tensor:
+        """The fp32 values of the rows ``index`` [...] -> [..., K] (an embedding lookup)."""
+        codes, qparams = self.codes[index], self.qparams[index]
+        if self.kind == "int8":
+            values = codes.to(torch.float32).unflatten(-1, (-1, GROUP_SIZE)) * qparams[..., None]
+        else:
+            q = _int4_codes(codes)
+            values = q.to(torch.float32) * qparams[..., 0:1] + qparams[..., 1:2]
+        return values.flatten(-2)
+
+    @staticmethod
+    def concat(parts: list[QuantMatrix]) -> QuantMatrix:
+        """One matrix whose rows are the parts' rows, in order (q/k/v or gate/up fused)."""
+        kinds = {part.kind for part in parts}
+        if len(kinds) != 1:
+            raise ValueError(f"cannot concatenate matrices of kinds {sorted(kinds)}")
+        return QuantMatrix(kinds.pop(), torch.cat([p.codes for p in parts]), torch.cat([p.qparams for p in parts]))
+
+
+def _int4_codes(codes: torch.Tensor) -> torch.Tensor:
+    """Packed bytes [..., K/2] -> codes [..., K/32, 32] in element order."""
+    groups = codes.unflatten(-1, (-1, GROUP_SIZE // 2))  # [..., K/32, 16]
+    return torch.cat((groups & 0x0F, groups >> 4), dim=-1)
+
+
+def _require():
+    if _cpu is None:
+        raise RuntimeError(f"the native CPU kernels are not built: {BUILD_ERROR}")
+    return _cpu

@@ -1,0 +1,76 @@
+// Weight-only quantized matrix kernels for the CPU: the shared definitions.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace mcp_kernels {
+
+constexpr int kGroup = 32;  // weights per quantization group along K
+
+enum class WeightKind : int { kInt4 = 0, kInt8 = 1 };
+
+// out[M, N] = x[M, K] @ W[N, K]^T, W quantized (int4 codes + (scale, offset) per group, or
+// int8 codes + scale per group). x is fp32; out is fp32 or bf16.
+struct MatmulArgs {
+  WeightKind kind;
+  const float* x;
+  int64_t M, K, N;
+  const float* x_group_sums;  // [M, K/32]: the sum of each group of x (filled by matmul())
+  const void* codes;
+  const float* qparams;
+  void* out;
+  bool out_bf16;
+};
+
+// out[N, K] = the fp32 values of W, written as fp32 or bf16.
+struct DequantArgs {
+  WeightKind kind;
+  const void* codes;
+  const float* qparams;
+  int64_t N, K;
+  void* out;
+  bool out_bf16;
+};
+
+inline uint16_t to_bf16(float value) {  // round to nearest even, NaN kept quiet
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float from_bf16(uint16_t value) {
+  uint32_t bits = static_cast<uint32_t>(value) << 16;
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+inline void store(const MatmulArgs& a, int64_t m, int64_t n, float value) {
+  if (a.out_bf16) {
+    static_cast<uint16_t*>(a.out)[m * a.N + n] = to_bf16(value);
+  } else {
+    static_cast<float*>(a.out)[m * a.N + n] = value;
+  }
+}
+
+inline void store_values(const DequantArgs& a, int64_t offset, const float* values) {
+  if (a.out_bf16) {
+    uint16_t* out = static_cast<uint16_t*>(a.out) + offset;
+    for (int i = 0; i < kGroup; ++i) out[i] = to_bf16(values[i]);
+  } else {
+    std::memcpy(static_cast<float*>(a.out) + offset, values, kGroup * sizeof(float));
+  }
+}
+
+// The instruction set the kernels run with: "avx512", "avx2" or "scalar".
+const char* isa_name();
+// Force an instruction set (tests compare them); false if this CPU lacks it.
+bool set_isa(const char* name);
+
+void matmul(const MatmulArgs& args, int num_threads);
+void dequantize(const DequantArgs& args, int num_threads);
+
+}  // namespace mcp_kernels

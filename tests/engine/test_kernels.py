@@ -1,0 +1,155 @@
+"""The native CPU kernels: products and values of grouped int4/int8 matrices on every ISA."""
+
+from __future__ import annotations
+
+import threading
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from mcp.engine import kernels
+from mcp.engine.kernels import QuantMatrix
+from mcp.engine.quant import int4pack, int8
+
+CPU_FLAGS = open("/proc/cpuinfo").read()
+ISAS = ["scalar"] + [isa for isa, flag in (("avx2", " avx2 "), ("avx512", " avx512bw ")) if flag in CPU_FLAGS]
+
+
+@pytest.fixture(params=ISAS)
+def isa(request):
+    best = kernels.isa()
+    kernels.set_isa(request.param)
+    yield request.param
+    kernels.set_isa(best)
+
+
+def random_matrix(kind: str, n: int, k: int, seed: int = 0) -> QuantMatrix:
+    g = torch.Generator().manual_seed(seed)
+    if kind == "int4":
+        codes = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=g)
+        return QuantMatrix("int4", codes, torch.randn(n, k // 32, 2, generator=g))
+    codes = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=g)
+    return QuantMatrix("int8", codes, torch.rand(n, k // 32, generator=g))
+
+
+@pytest.mark.parametrize("kind", ["int4", "int8"])
+@pytest.mark.parametrize("n, k, m", [(37, 64, 1), (64, 576, 3), (1536, 576, 1), (200, 96, 9), (8, 32, 4)])
+def test_matmul_equals_the_dequantized_product(isa, kind, n, k, m):
+    matrix = random_matrix(kind, n, k)
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(1))
+    want = x.double() @ matrix.dequantize().double().T
+    got = matrix.matmul(x)
+    assert got.dtype == torch.float32 and got.shape == (m, n)
+    # fp32 sums of k products: a few ulps of the largest partial sums
+    tolerance = 1e-5 * (x.double().abs() @ matrix.dequantize().double().abs().T).max()
+    assert (got.double() - want).abs().max() <= tolerance
+
+
+def test_bf16_activations_and_outputs(isa):
+    matrix = random_matrix("int4", 96, 128)
+    x = torch.randn(2, 3, 128).to(torch.bfloat16)
+    want = matrix.matmul(x.float())
+    got = matrix.matmul(x)
+    assert got.dtype == torch.bfloat16 and got.shape == (2, 3, 96)
+    assert torch.equal(got, want.to(torch.bfloat16))  # the same fp32 sums, rounded once
+    assert torch.equal(matrix.matmul(x.float(), out_dtype=torch.bfloat16), got)
+
+
+@pytest.mark.parametrize("kind", ["int4", "int8"])
+def test_dequantize_gives_the_reference_values_exactly(isa, kind):
+    matrix = random_matrix(kind, 72, 160, seed=4)
+    if kind == "int4":
+        codes = int4pack.unpack(matrix.codes, "rows")
+        want = int4pack.dequantize_int4(codes, matrix.qparams)
+    else:
+        want = int8.dequantize_grouped(matrix.codes, matrix.qparams)
+    got = matrix.dequantize()
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+    assert torch.equal(matrix.dequantize(torch.bfloat16), want.to(torch.bfloat16))
+    rows = torch.tensor([[5, 0], [71, 5]])
+    assert torch.equal(matrix.rows(rows), want[rows])
+
+
+def test_every_isa_gives_close_results():
+    matrix = random_matrix("int4", 333, 256, seed=2)
+    x = torch.randn(5, 256)
+    outputs = {}
+    best = kernels.isa()
+    try:
+        for name in ISAS:
+            kernels.set_isa(name)
+            outputs[name] = matrix.matmul(x)
+    finally:
+        kernels.set_isa(best)
+    for name, out in outputs.items():
+        assert torch.allclose(out, outputs["scalar"], rtol=1e-5, atol=1e-4), name
+
+
+def test_thread_count_does_not_change_the_result():
+    matrix = random_matrix("int8", 1000, 576, seed=6)
+    x = torch.randn(3, 576)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = matrix.matmul(x)
+        torch.set_num_threads(4)
+        four = matrix.matmul(x)
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one, four)  # each output is one row's own sum, however rows are split
+
+
+def test_calls_from_several_threads_at_once():
+    matrix = random_matrix("int4", 512, 256, seed=7)
+    inputs = [torch.randn(2, 256, generator=torch.Generator().manual_seed(i)) for i in range(8)]
+    wanted = [matrix.matmul(x) for x in inputs]
+    results: dict[int, torch.Tensor] = {}
+
+    def call(i: int) -> None:
+        for _ in range(50):
+            results[i] = matrix.matmul(inputs[i])
+
+    workers = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert all(torch.equal(results[i], wanted[i]) for i in range(8))
+
+
+def test_the_real_q8_0_head_keeps_its_gguf_values(smollm2_gguf):
+    reader = gguf.GGUFReader(smollm2_gguf)
+    tensor = next(t for t in reader.tensors if t.name == "token_embd.weight")
+    assert tensor.tensor_type == gguf.GGMLQuantizationType.Q8_0
+    rows, cols = int(tensor.shape[1]), int(tensor.shape[0])
+    blocks = torch.from_numpy(np.array(tensor.data)).reshape(rows, -1)
+    matrix = QuantMatrix("int8", *int8.codes_from_q8_0(blocks, (rows, cols)))
+    theirs = gguf.quants.dequantize(np.array(tensor.data), tensor.tensor_type).reshape(rows, cols)
+    assert np.array_equal(matrix.dequantize().numpy().view(np.uint32), theirs.view(np.uint32))
+
+
+@pytest.mark.parametrize("codes, qparams, message", [
+    (torch.zeros(4, 16, dtype=torch.uint8), torch.zeros(4, 1, 2, dtype=torch.float16), "qparams"),
+    (torch.zeros(4, 16, dtype=torch.int8), torch.zeros(4, 1, 2), "codes"),
+    (torch.zeros(4, 15, dtype=torch.uint8), torch.zeros(4, 1, 2), "multiple of 32"),
+    (torch.zeros(16, 4, dtype=torch.uint8).T, torch.zeros(4, 0, 2), "contiguous|expected"),
+])
+def test_malformed_int4_matrices_are_refused(codes, qparams, message):
+    with pytest.raises(ValueError, match=message):
+        QuantMatrix("int4", codes, qparams)
+
+
+def test_bad_activations_and_options_are_refused():
+    matrix = random_matrix("int4", 8, 64)
+    with pytest.raises(ValueError, match=r"x must be a CPU float32/bfloat16 tensor \[\.\.\., 64\]"):
+        matrix.matmul(torch.randn(2, 63))
+    with pytest.raises(ValueError, match="float32/bfloat16"):
+        matrix.matmul(torch.randn(2, 64).half())
+    with pytest.raises(ValueError, match="kind must be int4 or int8"):
+        QuantMatrix("int3", matrix.codes, matrix.qparams)
+    with pytest.raises(ValueError, match="instruction set 'neon'"):
+        kernels.set_isa("neon")
+    with pytest.raises(ValueError, match="kinds"):
+        QuantMatrix.concat([matrix, random_matrix("int8", 8, 64)])
