@@ -8,7 +8,8 @@ MODEL  := smollm2-135m-instruct
 .PHONY: demo test test-fast test-cuda install clean
 
 # torch first, pinned by constraints/cpu.txt, so no dependency range can pull another build.
-$(STAMP): pyproject.toml constraints/cpu.txt
+# The editable install also compiles the native CPU kernels (setup.py), again when their sources change.
+$(STAMP): pyproject.toml setup.py constraints/cpu.txt $(wildcard src/mcp/engine/kernels/csrc/*)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt torch
