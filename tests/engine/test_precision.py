@@ -17,6 +17,8 @@ from mcp.runtime.errors import ConfigError
 AMX = Hardware("cpu", "AVX512", native_bf16=True, amx=True)
 ZEN3 = Hardware("cpu", "AVX2", native_bf16=False, amx=False)
 H100 = Hardware("cuda", "AVX512", native_bf16=True, amx=False, cuda_capability=(9, 0))
+ZEN4_NATIVE = Hardware("cpu", "AVX512", native_bf16=True, amx=False, native_kernels="avx512")
+ZEN3_NATIVE = Hardware("cpu", "AVX2", native_bf16=False, amx=False, native_kernels="avx2")
 TENSORS = (
     TensorSpec("model.embed_tokens.weight", "q8_0", (49152, 576), ""),
     TensorSpec("model.layers.0.input_layernorm.weight", "f32", (576,), ""),
@@ -44,6 +46,26 @@ def test_auto_on_a_cpu_without_native_bf16_prefills_in_fp32():
     assert plan.by_tensor[Q_PROJ] == TensorPlan("int4pack", "dense-fp32")
     assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("dense-bf16", "dense-bf16")
     assert plan.activations == "fp32"
+
+
+@pytest.mark.parametrize("hardware, prefill", [(ZEN4_NATIVE, "dense-bf16"), (ZEN3_NATIVE, "dense-fp32")])
+def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, prefill):
+    plan = resolve(TENSORS, PrecisionPlan(), hardware)
+    assert plan.by_tensor[Q_PROJ] == plan.by_tensor[DOWN] == TensorPlan("mcp-int4", prefill)
+    # the Q8_0 embedding/head keeps its own values: grouped int8, not bf16
+    assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("mcp-int8", prefill)
+    assert plan.by_tensor[UP] == TensorPlan("dense-bf16", "dense-bf16")  # Q6_K: no native form yet
+    assert plan.activations == "fp32"  # the kernels take fp32 as it is
+    assert plan.decode_max_rows == 16
+    assert "native kernels" in plan.hardware
+    forced = resolve(TENSORS, PrecisionPlan(), hardware, forced="bf16")
+    assert set(forced.by_tensor.values()) == {TensorPlan("dense-bf16", "dense-bf16")}
+    assert forced.activations == "bf16"
+
+
+def test_companion_scales_are_not_planned_as_matrices():
+    tensors = TENSORS + (TensorSpec("model.embed_tokens.weight.qparams", "f32", (49152, 18), ""),)
+    assert "model.embed_tokens.weight.qparams" not in resolve(tensors, PrecisionPlan(), ZEN4_NATIVE).by_tensor
 
 
 def test_auto_on_cuda_uses_dense_bf16():
@@ -99,6 +121,7 @@ def test_hardware_detection_reads_this_machine():
     flags = open("/proc/cpuinfo").read()
     assert hardware.amx == ("amx_bf16" in flags)
     assert hardware.native_bf16 == ("amx_bf16" in flags or "avx512_bf16" in flags)
+    assert hardware.native_kernels == ("avx512" if " avx512bw " in flags else "avx2" if " avx2 " in flags else "scalar")
 
 
 def test_pulled_model_int4_reproduces_the_gguf_weights_exactly(smollm2_auto_mcp, smollm2_mcp):

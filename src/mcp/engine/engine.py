@@ -26,6 +26,7 @@ class EngineOptions:
     precision_overrides: tuple[tuple[str, str], ...] = ()  # (fnmatch pattern, precision), first wins
     max_context: int | None = None  # cap below the model's own context length
     cache_prefill_weights: bool = False  # keep dense copies of int4 weights for prefill GEMMs
+    native_kernels: bool = True  # use mcp.engine.kernels on a CPU when built (False: PyTorch's kernels)
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -55,7 +56,7 @@ class NativeEngine:
         header = model_file.header
         self.header = header
         self.device = resolve_device(options.device)
-        self.hardware = Hardware.detect(self.device)
+        self.hardware = Hardware.detect(self.device, options.native_kernels)
         self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
                                           options.precision, options.precision_overrides,
                                           options.cache_prefill_weights)

@@ -57,13 +57,14 @@ class Hardware:
     native_kernels: str | None = None  # the native CPU kernels' instruction set, when built
 
     @classmethod
-    def detect(cls, device: torch.device) -> Hardware:
+    def detect(cls, device: torch.device, native_kernels: bool = True) -> Hardware:
+        """This device; ``native_kernels=False`` plans PyTorch's kernels even where ours are built."""
         flags = _cpu_flags()
         if device.type == "cuda":
             capability = torch.cuda.get_device_capability(device)
             return cls("cuda", torch.backends.cpu.get_cpu_capability(), capability >= (8, 0), False, capability)
         amx = "amx_bf16" in flags
-        native = kernels.isa() if kernels.available() else None
+        native = kernels.isa() if native_kernels and kernels.available() else None
         return cls("cpu", torch.backends.cpu.get_cpu_capability(), amx or "avx512_bf16" in flags, amx,
                    native_kernels=native)
 
@@ -72,8 +73,10 @@ class Hardware:
             return f"cuda sm_{self.cuda_capability[0]}{self.cuda_capability[1]}"
         extras = [name for name, on in (("bf16", self.native_bf16), ("amx", self.amx)) if on]
         text = f"cpu {self.cpu_capability.lower()}" + (f" +{'+'.join(extras)}" if extras else "")
-        native = f"native kernels {self.native_kernels}" if self.native_kernels else \
-            f"native kernels not built ({kernels.BUILD_ERROR})"
+        if self.native_kernels:
+            native = f"native kernels {self.native_kernels}"
+        else:
+            native = f"native kernels not built ({kernels.BUILD_ERROR})" if kernels.BUILD_ERROR else "PyTorch kernels"
         return f"{text}, {native}"
 
 
