@@ -153,3 +153,29 @@ def test_bad_activations_and_options_are_refused():
         kernels.set_isa("neon")
     with pytest.raises(ValueError, match="kinds"):
         QuantMatrix.concat([matrix, random_matrix("int8", 8, 64)])
+
+
+FORK_CHECK = r"""
+import os, torch
+from mcp.engine.kernels import QuantMatrix
+torch.set_num_threads(2)
+g = torch.Generator().manual_seed(0)
+matrix = QuantMatrix("int4", torch.randint(0, 256, (1024, 128), dtype=torch.uint8, generator=g),
+                     torch.randn(1024, 8, 2, generator=g))
+x = torch.randn(2, 256, generator=g)
+want = matrix.matmul(x)  # the parent's pool threads are running now
+pid = os.fork()
+if pid == 0:
+    ok = all(torch.equal(matrix.matmul(x), want) for _ in range(20))
+    os._exit(0 if ok else 1)
+_, status = os.waitpid(pid, 0)
+print("child exit", os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_runs_the_kernels_on_its_own_threads():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", FORK_CHECK], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "child exit 0", proc.stderr[-2000:]

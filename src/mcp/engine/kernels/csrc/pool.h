@@ -10,7 +10,10 @@
 // tens of microseconds apart, so the spin catches most of them without a system call.
 #pragma once
 
+#include <pthread.h>
 #include <sched.h>
+
+#include <new>
 
 #include <atomic>
 #include <chrono>
@@ -47,11 +50,24 @@ class ThreadPool {
   }
 
   static ThreadPool& instance() {
-    static ThreadPool* pool = new ThreadPool();  // never destroyed: its threads are detached
+    static ThreadPool* pool = make();
     return *pool;
   }
 
  private:
+  static ThreadPool* make() {
+    ThreadPool* pool = new ThreadPool();  // never destroyed: its threads are detached
+    // A forked child has none of the parent's threads: it starts its own on its next run
+    // (until then the caller does every chunk, so a run never waits on a missing thread).
+    pthread_atfork(nullptr, nullptr, [] { instance().reset_after_fork(); });
+    return pool;
+  }
+
+  void reset_after_fork() {
+    new (&run_mutex_) std::mutex();  // a lock held by another thread at fork is gone with it
+    threads_started_ = 0;
+  }
+
   static void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
