@@ -25,19 +25,20 @@ def isa(request):
     kernels.set_isa(best)
 
 
-def random_matrix(kind: str, n: int, k: int, seed: int = 0) -> QuantMatrix:
+def random_matrix(kind: str, n: int, k: int, seed: int = 0, qparams_dtype=torch.float32) -> QuantMatrix:
     g = torch.Generator().manual_seed(seed)
-    if kind == "int4":
+    if kind.startswith("int4"):
         codes = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=g)
-        return QuantMatrix("int4", codes, torch.randn(n, k // 32, 2, generator=g))
+        return QuantMatrix("int4", codes, torch.randn(n, k // 32, 2, generator=g).to(qparams_dtype))
     codes = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=g)
-    return QuantMatrix("int8", codes, torch.rand(n, k // 32, generator=g))
+    return QuantMatrix("int8", codes, torch.rand(n, k // 32, generator=g).to(qparams_dtype))
 
 
 @pytest.mark.parametrize("kind", ["int4", "int8"])
+@pytest.mark.parametrize("qparams_dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("n, k, m", [(37, 64, 1), (64, 576, 3), (1536, 576, 1), (200, 96, 9), (8, 32, 4)])
-def test_matmul_equals_the_dequantized_product(isa, kind, n, k, m):
-    matrix = random_matrix(kind, n, k)
+def test_matmul_equals_the_dequantized_product(isa, kind, qparams_dtype, n, k, m):
+    matrix = random_matrix(kind, n, k, qparams_dtype=qparams_dtype)
     x = torch.randn(m, k, generator=torch.Generator().manual_seed(1))
     want = x.double() @ matrix.dequantize().double().T
     got = matrix.matmul(x)
@@ -58,8 +59,9 @@ def test_bf16_activations_and_outputs(isa):
 
 
 @pytest.mark.parametrize("kind", ["int4", "int8"])
-def test_dequantize_gives_the_reference_values_exactly(isa, kind):
-    matrix = random_matrix(kind, 72, 160, seed=4)
+@pytest.mark.parametrize("qparams_dtype", [torch.float32, torch.float16])
+def test_dequantize_gives_the_reference_values_exactly(isa, kind, qparams_dtype):
+    matrix = random_matrix(kind, 72, 160, seed=4, qparams_dtype=qparams_dtype)
     if kind == "int4":
         codes = int4pack.unpack(matrix.codes, "rows")
         want = int4pack.dequantize_int4(codes, matrix.qparams)
@@ -70,6 +72,16 @@ def test_dequantize_gives_the_reference_values_exactly(isa, kind):
     assert torch.equal(matrix.dequantize(torch.bfloat16), want.to(torch.bfloat16))
     rows = torch.tensor([[5, 0], [71, 5]])
     assert torch.equal(matrix.rows(rows), want[rows])
+
+
+def test_f16_halves_are_decoded_exactly_subnormals_included(isa):
+    """Every finite fp16 value as a scale: the kernels' half -> float matches torch's."""
+    halves = torch.arange(0, 1 << 16, dtype=torch.int32).to(torch.int16).view(torch.float16)
+    halves = halves[torch.isfinite(halves)].reshape(-1, 32)  # 63,488 values as [N, K/32] scales
+    codes = torch.ones(halves.shape[0], 32 * 32, dtype=torch.int8)  # w = scale
+    matrix = QuantMatrix("int8", codes, halves.contiguous())
+    want = halves.to(torch.float32).repeat_interleave(32, dim=1)
+    assert torch.equal(matrix.dequantize().view(torch.int32), want.view(torch.int32))
 
 
 def test_every_isa_gives_close_results():
@@ -131,7 +143,7 @@ def test_the_real_q8_0_head_keeps_its_gguf_values(smollm2_gguf):
 
 
 @pytest.mark.parametrize("codes, qparams, message", [
-    (torch.zeros(4, 16, dtype=torch.uint8), torch.zeros(4, 1, 2, dtype=torch.float16), "qparams"),
+    (torch.zeros(4, 16, dtype=torch.uint8), torch.zeros(4, 1, 2, dtype=torch.bfloat16), "qparams"),
     (torch.zeros(4, 16, dtype=torch.int8), torch.zeros(4, 1, 2), "codes"),
     (torch.zeros(4, 15, dtype=torch.uint8), torch.zeros(4, 1, 2), "multiple of 32"),
     (torch.zeros(16, 4, dtype=torch.uint8).T, torch.zeros(4, 0, 2), "contiguous|expected"),

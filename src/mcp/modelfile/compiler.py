@@ -25,11 +25,13 @@ from gguf.quants import dequantize
 from mcp.engine.quant.int4pack import (
     GROUP_SIZE,
     INT4_SOURCES,
+    QPARAMS_DTYPES,
     can_pack,
     codes_from_blocks,
     kernel_scale_and_zero,
     pack,
     runtime_layout,
+    stored_qparams,
 )
 from mcp.engine.quant.int8 import codes_from_q8_0
 from mcp.modelfile.spec import (
@@ -61,6 +63,7 @@ PRECISION_ENCODINGS = {
 # exact), other matrices as bf16.
 PRECISION_CHOICES = ("auto", "source", *PRECISION_ENCODINGS)
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
+_QPARAMS_ENCODINGS = {source: "f16" if dtype == torch.float16 else "f32" for source, dtype in QPARAMS_DTYPES.items()}
 _BLOCK_QTYPES = {encoding: GGMLQuantizationType[encoding.upper()] for encoding in BLOCK_ENCODINGS}
 
 
@@ -233,14 +236,15 @@ def _target_encoding(tensor: SourceTensor, precision: str) -> str:
 def _specs(tensor: SourceTensor, encoding: str) -> tuple[TensorSpec, ...]:
     """The header entries a source tensor becomes (an int4 tensor brings its qparams)."""
     rows, cols = tensor.shape[0], tensor.shape[-1]
-    if encoding == INT8_ENCODING:
+    if encoding == INT8_ENCODING:  # Q8_0's fp16 scales, as they are
         return (TensorSpec(tensor.name, encoding, tensor.shape, sha256=""),
-                TensorSpec(tensor.name + QPARAMS_SUFFIX, "f32", (rows, cols // GROUP_SIZE), sha256=""))
+                TensorSpec(tensor.name + QPARAMS_SUFFIX, "f16", (rows, cols // GROUP_SIZE), sha256=""))
     if encoding != INT4_ENCODING:
         return (TensorSpec(tensor.name, encoding, tensor.shape, sha256=""),)
     return (
         TensorSpec(tensor.name, encoding, tensor.shape, sha256="", layout=runtime_layout()),
-        TensorSpec(tensor.name + QPARAMS_SUFFIX, "f32", (rows, cols // GROUP_SIZE, 2), sha256=""),
+        TensorSpec(tensor.name + QPARAMS_SUFFIX, _QPARAMS_ENCODINGS[tensor.encoding], (rows, cols // GROUP_SIZE, 2),
+                   sha256=""),
         TensorSpec(tensor.name + SCALE_ZERO_SUFFIX, "bf16", (cols // GROUP_SIZE, rows, 2), sha256=""),
     )
 
@@ -280,7 +284,7 @@ class _Int4Conversion:
         if not self._parts:
             blocks = torch.from_numpy(np.array(self._tensor.load()))  # a writable copy of the mmap
             codes, qparams = codes_from_blocks(blocks, self._tensor.encoding, self._tensor.shape)
-            self._parts = {"packed": pack(codes, runtime_layout()), "qparams": qparams,
+            self._parts = {"packed": pack(codes, runtime_layout()), "qparams": stored_qparams(qparams, self._tensor.encoding),
                            "scale_zero": kernel_scale_and_zero(qparams, torch.bfloat16)}
         return self._parts.pop(part)  # the writer asks for each part once
 

@@ -3,8 +3,10 @@
 A ``QuantMatrix`` W [N, K] is either
 - int4: codes uint8 [N, K/2], each group of 32 weights in 16 bytes (byte j holds element j
   in its low nibble and element j + 16 in its high one, GGUF's Q4_0/Q4_1 order), and
-  qparams f32 [N, K/32, 2] = (scale, offset): w = scale * q + offset;
-- int8: codes int8 [N, K] and qparams f32 [N, K/32] = scale: w = scale * q (GGUF's Q8_0).
+  qparams [N, K/32, 2] = (scale, offset): w = scale * q + offset;
+- int8: codes int8 [N, K] and qparams [N, K/32] = scale: w = scale * q (GGUF's Q8_0).
+qparams are float32, or float16 where the source's are (Q4_0, Q4_1, Q8_0): half the bytes
+of scales to read per token, the same values.
 ``W.matmul(x)`` computes x @ W.T for x [..., K] in fp32 or bf16, with the weights
 dequantized in registers exactly as ``W.dequantize()`` gives them and fp32 sums; it reads
 the quantized bytes once per call however many rows x has, which is what decode needs.
@@ -31,6 +33,7 @@ else:
 GROUP_SIZE = 32
 _KINDS = {"int4": 0, "int8": 1}
 _OUT_DTYPES = (torch.float32, torch.bfloat16)
+_QPARAM_DTYPES = (torch.float32, torch.float16)
 
 
 def available() -> bool:
@@ -66,10 +69,11 @@ class QuantMatrix:
         expected = ((n, k // 2), torch.uint8, (n, k // GROUP_SIZE, 2)) if self.kind == "int4" else \
             ((n, k), torch.int8, (n, k // GROUP_SIZE))
         found = (tuple(self.codes.shape), self.codes.dtype, tuple(self.qparams.shape))
-        if k % GROUP_SIZE or found != expected or self.qparams.dtype != torch.float32:
+        if k % GROUP_SIZE or found != expected or self.qparams.dtype not in _QPARAM_DTYPES:
             raise ValueError(f"{self.kind} matrix: codes {list(self.codes.shape)} {self.codes.dtype}, qparams "
                              f"{list(self.qparams.shape)} {self.qparams.dtype}; expected codes {list(expected[0])} "
-                             f"{expected[1]} and qparams {list(expected[2])} float32, K a multiple of {GROUP_SIZE}")
+                             f"{expected[1]} and qparams {list(expected[2])} float32 or float16, "
+                             f"K a multiple of {GROUP_SIZE}")
         for name, tensor in (("codes", self.codes), ("qparams", self.qparams)):
             if tensor.device.type != "cpu" or not tensor.is_contiguous():
                 raise ValueError(f"{self.kind} matrix: {name} must be a contiguous CPU tensor")
@@ -92,8 +96,8 @@ class QuantMatrix:
         out_dtype = out_dtype or x.dtype
         out = torch.empty(*x.shape[:-1], n, dtype=out_dtype)
         _cpu.matmul(_KINDS[self.kind], x.data_ptr(), x.dtype == torch.bfloat16, x.numel() // k, k, n,
-                    self.codes.data_ptr(), self.qparams.data_ptr(), out.data_ptr(), out_dtype == torch.bfloat16,
-                    torch.get_num_threads())
+                    self.codes.data_ptr(), self.qparams.data_ptr(), self.qparams.dtype == torch.float16,
+                    out.data_ptr(), out_dtype == torch.bfloat16, torch.get_num_threads())
         return out
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -102,13 +106,14 @@ class QuantMatrix:
             raise ValueError(f"dequantize gives float32 or bfloat16, not {dtype}")
         n, k = self.shape
         out = torch.empty(n, k, dtype=dtype)
-        _cpu.dequantize(_KINDS[self.kind], self.codes.data_ptr(), self.qparams.data_ptr(), n, k, out.data_ptr(),
-                        dtype == torch.bfloat16, torch.get_num_threads())
+        _cpu.dequantize(_KINDS[self.kind], self.codes.data_ptr(), self.qparams.data_ptr(),
+                        self.qparams.dtype == torch.float16, n, k, out.data_ptr(), dtype == torch.bfloat16,
+                        torch.get_num_threads())
         return out
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """The fp32 values of the rows ``index`` [...] -> [..., K] (an embedding lookup)."""
-        codes, qparams = self.codes[index], self.qparams[index]
+        codes, qparams = self.codes[index], self.qparams[index].to(torch.float32)
         if self.kind == "int8":
             values = codes.to(torch.float32).unflatten(-1, (-1, GROUP_SIZE)) * qparams[..., None]
         else:
@@ -122,7 +127,10 @@ class QuantMatrix:
         kinds = {part.kind for part in parts}
         if len(kinds) != 1:
             raise ValueError(f"cannot concatenate matrices of kinds {sorted(kinds)}")
-        return QuantMatrix(kinds.pop(), torch.cat([p.codes for p in parts]), torch.cat([p.qparams for p in parts]))
+        dtypes = {part.qparams.dtype for part in parts}
+        dtype = dtypes.pop() if len(dtypes) == 1 else torch.float32  # f16 values are exact in f32
+        return QuantMatrix(kinds.pop(), torch.cat([p.codes for p in parts]),
+                           torch.cat([p.qparams.to(dtype) for p in parts]))
 
 
 def _int4_codes(codes: torch.Tensor) -> torch.Tensor:

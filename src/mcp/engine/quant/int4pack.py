@@ -29,6 +29,9 @@ ROW_ALIGN = 64  # rows per block in the widest layout; other row counts are not 
 LAYOUTS = ("rows", "avx512", "avx2", "default")
 TORCH_LAYOUTS = LAYOUTS[1:]
 INT4_SOURCES = ("q4_0", "q4_1", "q4_k")
+# The dtype that holds each source's scale/offset exactly: Q4_0 (d, -8d) and Q4_1 (d, m) are
+# fp16 in the GGUF; Q4_K's d * sc_j is not, so it keeps fp32.
+QPARAMS_DTYPES = {"q4_0": torch.float16, "q4_1": torch.float16, "q4_k": torch.float32}
 
 
 def runtime_layout() -> str:
@@ -134,16 +137,26 @@ def _fp16(two_bytes: torch.Tensor) -> torch.Tensor:
     return two_bytes.contiguous().view(torch.float16).squeeze(-1).to(torch.float32)
 
 
+def stored_qparams(scale_offset: torch.Tensor, encoding: str) -> torch.Tensor:
+    """(scale, offset) in the dtype that holds ``encoding``'s exactly (``QPARAMS_DTYPES``)."""
+    stored = scale_offset.to(QPARAMS_DTYPES[encoding])
+    if not torch.equal(stored.to(torch.float32), scale_offset):
+        raise ModelFormatError(f"{encoding} scales do not fit {stored.dtype} exactly; the blocks are malformed")
+    return stored
+
+
 def dequantize_int4(codes: torch.Tensor, scale_offset: torch.Tensor) -> torch.Tensor:
     """Reference values: codes uint8 [N, K], scale/offset [N, K/32, 2] -> fp32 [N, K]."""
     n, k = codes.shape
     q = codes.reshape(n, k // GROUP_SIZE, GROUP_SIZE).to(torch.float32)
+    scale_offset = scale_offset.to(torch.float32)
     values = scale_offset[..., 0:1] * q + scale_offset[..., 1:2]
     return values.reshape(n, k)
 
 
 def kernel_scale_and_zero(scale_offset: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """[N, K/32, 2] (scale, offset) -> the kernel's [K/32, N, 2] (scale, offset + 8 * scale)."""
+    scale_offset = scale_offset.to(torch.float32)
     scale, offset = scale_offset[..., 0], scale_offset[..., 1]
     zero = offset + 8 * scale
     return torch.stack((scale, zero), dim=-1).transpose(0, 1).contiguous().to(dtype)

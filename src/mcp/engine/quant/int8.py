@@ -1,7 +1,7 @@
 """Weight-only int8: per output row for PyTorch's kernel, or per group of 32 (GGUF's Q8_0).
 
 Grouped int8 (``codes_from_q8_0``) is GGUF's Q8_0 block split into int8 codes [N, K] and
-fp32 scales [N, K/32], exactly (w = d * q); the native kernels (``mcp.engine.kernels``) read
+its fp16 scales [N, K/32], exactly (w = d * q); the native kernels (``mcp.engine.kernels``) read
 it as it is stored.
 
 Per-row int8 is for PyTorch's ``_weight_int8pack_mm``.
@@ -27,10 +27,10 @@ Q8_0_BLOCK_BYTES = 34  # fp16 d, then 32 int8 codes
 
 
 def codes_from_q8_0(blocks: torch.Tensor, shape: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """GGUF Q8_0 blocks [N, row_bytes] -> (int8 codes [N, K], fp32 scales [N, K/32]), exactly."""
+    """GGUF Q8_0 blocks [N, row_bytes] -> (int8 codes [N, K], fp16 scales [N, K/32]), exactly."""
     n, k = shape
     b = blocks.reshape(n, k // GROUP_SIZE, Q8_0_BLOCK_BYTES)
-    scales = b[..., 0:2].contiguous().view(torch.float16).squeeze(-1).to(torch.float32)
+    scales = b[..., 0:2].contiguous().view(torch.float16).squeeze(-1)
     codes = b[..., 2:].contiguous().view(torch.int8).reshape(n, k)
     return codes, scales
 
@@ -38,7 +38,8 @@ def codes_from_q8_0(blocks: torch.Tensor, shape: tuple[int, int]) -> tuple[torch
 def dequantize_grouped(codes: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     """Reference values of grouped int8: codes [N, K], scales [N, K/32] -> fp32 [N, K]."""
     n, k = codes.shape
-    return (codes.to(torch.float32).reshape(n, k // GROUP_SIZE, GROUP_SIZE) * scales[..., None]).reshape(n, k)
+    values = codes.to(torch.float32).reshape(n, k // GROUP_SIZE, GROUP_SIZE) * scales.to(torch.float32)[..., None]
+    return values.reshape(n, k)
 
 
 def can_quantize(shape: tuple[int, ...]) -> bool:

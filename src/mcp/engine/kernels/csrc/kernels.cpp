@@ -22,7 +22,7 @@ namespace mcp_kernels {
 
 #if defined(__x86_64__)
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma")
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")
 namespace avx512 {
 struct Isa {
   using V = __m512;
@@ -30,6 +30,7 @@ struct Isa {
   static constexpr int kRowTile1 = 8;  // weight rows per tile with one activation row
   static constexpr int kRowTileN = 4;
   static constexpr int kActTile = 4;
+  static float half(uint16_t h) { return _cvtsh_ss(h); }
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
@@ -56,7 +57,7 @@ struct Isa {
 #pragma GCC pop_options
 
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 namespace avx2 {
 struct Isa {
   using V = __m256;
@@ -64,6 +65,7 @@ struct Isa {
   static constexpr int kRowTile1 = 4;
   static constexpr int kRowTileN = 2;
   static constexpr int kActTile = 2;
+  static float half(uint16_t h) { return _cvtsh_ss(h); }
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
@@ -106,6 +108,7 @@ struct Isa {
   static constexpr int kRowTile1 = 4;
   static constexpr int kRowTileN = 2;
   static constexpr int kActTile = 2;
+  static float half(uint16_t h) { return from_f16(h); }
   static V zero() { return 0.0f; }
   static V load(const float* p) { return *p; }
   static void store(float* p, V v) { *p = v; }
@@ -135,10 +138,12 @@ Isa best_isa() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c")) {
     return Isa::kAvx512;
   }
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
+    return Isa::kAvx2;
+  }
 #endif
   return Isa::kScalar;
 }

@@ -11,14 +11,16 @@ constexpr int kGroup = 32;  // weights per quantization group along K
 enum class WeightKind : int { kInt4 = 0, kInt8 = 1 };
 
 // out[M, N] = x[M, K] @ W[N, K]^T, W quantized (int4 codes + (scale, offset) per group, or
-// int8 codes + scale per group). x is fp32; out is fp32 or bf16.
+// int8 codes + scale per group; the group parameters in fp32 or fp16). x is fp32; out is
+// fp32 or bf16.
 struct MatmulArgs {
   WeightKind kind;
   const float* x;
   int64_t M, K, N;
   const float* x_group_sums;  // [M, K/32]: the sum of each group of x (filled by matmul())
   const void* codes;
-  const float* qparams;
+  const void* qparams;
+  bool qparams_f16;
   void* out;
   bool out_bf16;
 };
@@ -27,7 +29,8 @@ struct MatmulArgs {
 struct DequantArgs {
   WeightKind kind;
   const void* codes;
-  const float* qparams;
+  const void* qparams;
+  bool qparams_f16;
   int64_t N, K;
   void* out;
   bool out_bf16;
@@ -39,6 +42,28 @@ inline uint16_t to_bf16(float value) {  // round to nearest even, NaN kept quiet
   if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40);
   bits += 0x7fffu + ((bits >> 16) & 1u);
   return static_cast<uint16_t>(bits >> 16);
+}
+
+inline float from_f16(uint16_t h) {  // IEEE half to float, exactly (subnormals included)
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu, mantissa = h & 0x3ffu, bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    bits = sign;
+  } else {  // subnormal: normalize
+    int shift = 0;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    bits = sign | (static_cast<uint32_t>(113 - shift) << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
 }
 
 inline float from_bf16(uint16_t value) {

@@ -28,14 +28,14 @@ bool read_ints(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, lon
   return true;
 }
 
-// matmul(kind, x, x_bf16, M, K, N, codes, qparams, out, out_bf16, num_threads)
+// matmul(kind, x, x_bf16, M, K, N, codes, qparams, qparams_f16, out, out_bf16, num_threads)
 PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[11];
-  if (!read_ints(args, nargs, 11, v)) return nullptr;
+  long long v[12];
+  if (!read_ints(args, nargs, 12, v)) return nullptr;
   MatmulArgs a{static_cast<WeightKind>(v[0]), nullptr, v[3], v[4], v[5], nullptr,
-               reinterpret_cast<const void*>(v[6]), reinterpret_cast<const float*>(v[7]),
-               reinterpret_cast<void*>(v[8]), v[9] != 0};
-  const int num_threads = static_cast<int>(v[10]);
+               reinterpret_cast<const void*>(v[6]), reinterpret_cast<const void*>(v[7]), v[8] != 0,
+               reinterpret_cast<void*>(v[9]), v[10] != 0};
+  const int num_threads = static_cast<int>(v[11]);
   static thread_local std::vector<float> widened;
   Py_BEGIN_ALLOW_THREADS
   if (v[2] != 0) {  // bf16 activations: widen once, every worker reads them
@@ -51,13 +51,13 @@ PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// dequantize(kind, codes, qparams, N, K, out, out_bf16, num_threads)
+// dequantize(kind, codes, qparams, qparams_f16, N, K, out, out_bf16, num_threads)
 PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[8];
-  if (!read_ints(args, nargs, 8, v)) return nullptr;
+  long long v[9];
+  if (!read_ints(args, nargs, 9, v)) return nullptr;
   DequantArgs a{static_cast<WeightKind>(v[0]), reinterpret_cast<const void*>(v[1]),
-                reinterpret_cast<const float*>(v[2]), v[3], v[4], reinterpret_cast<void*>(v[5]), v[6] != 0};
-  const int num_threads = static_cast<int>(v[7]);
+                reinterpret_cast<const void*>(v[2]), v[3] != 0, v[4], v[5], reinterpret_cast<void*>(v[6]), v[7] != 0};
+  const int num_threads = static_cast<int>(v[8]);
   Py_BEGIN_ALLOW_THREADS
   mcp_kernels::dequantize(a, num_threads);
   Py_END_ALLOW_THREADS
