@@ -6,7 +6,6 @@ with a seeded numpy generator. The SLO table is what a request's class is scored
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,8 +102,7 @@ class SLOTable:
 
 def parse_slo_table(text: str, base: SLOTable | None = None) -> SLOTable:
     """``critical=0.5/0.05,high=1/0.1``: TTFT/TPOT seconds per class; unnamed classes keep ``base``."""
-    table: Mapping[str, SLOTarget] = dict((base or SLOTable.default()).targets)
-    table = dict(table)
+    table: dict[str, SLOTarget] = dict((base or SLOTable.default()).targets)
     for pair in (part.strip() for part in str(text).split(",") if part.strip()):
         name, _, values = pair.partition("=")
         name = name.strip()

@@ -6,7 +6,8 @@ Scenarios (docs/loadgen.md):
 - ``gamma``: gamma arrivals with ``burstiness``; prompts uniform.
 - ``bursty-zipf``: the brief's bursty read mix: arrivals at the rate (gamma with
   ``burstiness``, Poisson by default) and ×3 (+200%) in a window over the middle fifth of the
-  run; prompts drawn with Zipf(1.2) popularity over the pool (rank 1 = the pool's first).
+  run (with only ``num_requests``, the run's length is N over the mean rate, 1.4 × the base);
+  prompts drawn with Zipf(1.2) popularity over the pool (rank 1 = the pool's first).
 - ``mixed``: the brief's mixed steady load: Poisson arrivals, prompts uniform, and each
   request's ``max_tokens`` drawn from ¼, ½ or all of ``--max-tokens`` (40/30/30%).
 
@@ -66,8 +67,11 @@ class WorkloadSpec:
 
     @property
     def nominal_duration_s(self) -> float:
-        """The run's length the burst window is placed in: the duration, or N / rate."""
-        return self.duration_s if self.duration_s is not None else self.num_requests / self.rate
+        """The run's length: the duration, or the time N requests take at the mean rate (burst included)."""
+        if self.duration_s is not None:
+            return self.duration_s
+        burst_share = BURST_WINDOW[1] - BURST_WINDOW[0] if self.scenario == "bursty-zipf" else 0.0
+        return self.num_requests / (self.rate * (1.0 + (BURST_FACTOR - 1.0) * burst_share))
 
     def to_dict(self) -> dict:
         return {"scenario": self.scenario, "rate": self.rate, "burstiness": self.burstiness,
