@@ -109,10 +109,8 @@ def rate_profile(spec: WorkloadSpec) -> RateProfile:
 def build_workload(spec: WorkloadSpec) -> tuple[RequestSpec, ...]:
     """The requests in arrival order; the same spec gives the same workload."""
     arrivals_seed, prompts_seed, classes_seed, tenants_seed, budgets_seed = np.random.SeedSequence(spec.seed).spawn(5)
-    max_time_s = spec.duration_s if spec.duration_s is not None or spec.scenario != "bursty-zipf" \
-        else spec.nominal_duration_s
     times = arrival_times(rate_profile(spec), spec.burstiness, np.random.default_rng(arrivals_seed),
-                          max_count=spec.num_requests, max_time_s=max_time_s)
+                          max_count=spec.num_requests, max_time_s=spec.duration_s)
     count = len(times)
     prompt_ids = draw_prompt_indices(spec, np.random.default_rng(prompts_seed), count)
     classes = spec.class_mix.draw(np.random.default_rng(classes_seed), count)
