@@ -21,7 +21,7 @@ from mcp.ops.loadgen.report import BenchRun, build_report, write_report
 from mcp.ops.loadgen.table import format_sweep, format_table
 from mcp.ops.loadgen.target import Target
 from mcp.ops.loadgen.workload import WorkloadSpec
-from mcp.runtime.errors import InvalidRequestError
+from mcp.runtime.errors import InvalidRequestError, MCPError
 
 
 def bench_serve(args: argparse.Namespace) -> int:
@@ -40,6 +40,7 @@ def bench_serve(args: argparse.Namespace) -> int:
         print(f"workload: {dict(spec.to_dict(), rate=[round(r, 4) for r in rates])}")
         runs = run_bench(target, spec, rates, slos, drain_timeout_s=args.drain_timeout, on_run=_print_run)
     _finish(args, runs, target, slos, calibration)
+    _check_any_finished(runs)
     return 0
 
 
@@ -115,6 +116,16 @@ def _in_process(args: argparse.Namespace, stack: ExitStack, send: bool) -> Targe
     model = session.load_model(args.model)
     return InProcessTarget(model, send_slo_options=send, temperature=args.temperature,
                            ignore_eos=not args.no_ignore_eos, policy=args.policy)
+
+
+def _check_any_finished(runs: list[BenchRun]) -> None:
+    """A bench where no request finished measured nothing: say why, and exit 2."""
+    records = [r for run in runs for r in run.records]
+    if any(r.status == "ok" for r in records):
+        return
+    first = next((r.error for r in records if r.error), "no error message")
+    hint = "; an SDK or server without SLO classes needs --no-slo-options" if "slo_class" in first else ""
+    raise MCPError(f"no request finished ({len(records)} sent); the first error: {first}{hint}")
 
 
 def _describe_calibration(c: Calibration) -> str:
