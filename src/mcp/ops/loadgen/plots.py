@@ -28,9 +28,15 @@ def load_pyplot():
     return plt
 
 
+def _ticker():
+    from matplotlib import ticker
+
+    return ticker
+
+
 def plot_latency_cdf(run: BenchRun, slos: SLOTable, path: Path, title: str) -> Path:
     """Two panels, TTFT and E2E: per class the share of its requests done within x seconds."""
-    plt = load_pyplot()
+    plt, ticker = load_pyplot(), _ticker()
     figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for axis, metric, label in ((axes[0], "ttft_s", "TTFT (s)"), (axes[1], "e2e_s", "E2E latency (s)")):
         for name in slos.names:
@@ -45,11 +51,14 @@ def plot_latency_cdf(run: BenchRun, slos: SLOTable, path: Path, title: str) -> P
             if metric == "ttft_s":
                 axis.axvline(slos.target(name).ttft_s, color=COLORS.get(name), linestyle=":", linewidth=1)
         axis.set_xscale("log")
+        axis.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+        axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.xaxis.set_minor_formatter(ticker.NullFormatter())
         axis.set_xlabel(label + ", log scale")
         axis.set_ylabel("share of the class's requests")
         axis.set_ylim(0, 1.02)
         axis.grid(alpha=0.3)
-        axis.legend(loc="lower right", fontsize=8)
+        axis.legend(loc="upper left", fontsize=8)
     axes[0].set_title("TTFT (dotted: the class's target)", fontsize=10)
     axes[1].set_title("end-to-end latency", fontsize=10)
     figure.suptitle(title, fontsize=11)
