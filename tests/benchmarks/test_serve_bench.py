@@ -19,22 +19,17 @@ SCRIPT = ROOT / "benchmarks" / "serve.py"
 sys.path.insert(0, str(SCRIPT.parent))
 sys.path.insert(0, str(ROOT / "tests" / "ops" / "loadgen"))
 
-from loadgen_server import start_server  # noqa: E402
+from loadgen_server import serving  # noqa: E402
 from servebench import results  # noqa: E402
 
-from mcp.runtime.session import Session  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server(smollm2_auto_mcp):
-    with Session() as session:
-        server = start_server(session.load_model(smollm2_auto_mcp))
+    with serving(smollm2_auto_mcp) as server:
         yield server
-        server.shutdown()
-        server.server_close()
 
 
-@pytest.mark.slow
 def test_two_systems_side_by_side_with_results_section(tmp_path, smollm2_auto_mcp, server):
     results_md = tmp_path / "RESULTS.md"
     results_md.write_text("# Benchmark results\n\n<!-- engine.py -->\nkept\n<!-- /engine.py -->\n", encoding="utf-8")

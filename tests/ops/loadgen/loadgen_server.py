@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 import threading
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from mcp.runtime.session import Session
 
 
 class CompletionServer(ThreadingHTTPServer):
@@ -100,3 +104,15 @@ def start_server(model, num_slots: int = 8) -> CompletionServer:
     server = CompletionServer(model, num_slots)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
+
+
+@contextmanager
+def serving(model_path: Path, num_slots: int = 8):
+    """A session with the model loaded and a server over it, both closed at the end."""
+    with Session() as session:
+        server = start_server(session.load_model(model_path), num_slots)
+        try:
+            yield server
+        finally:
+            server.shutdown()
+            server.server_close()

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp.runtime.session import Session
 
-from loadgen_server import start_server
+from loadgen_server import serving
 
 CLI = str(Path(sys.executable).with_name("mcp2026"))
 BOUNDED = ("--rate", "1", "--num-requests", "2")
@@ -19,6 +18,16 @@ BOUNDED = ("--rate", "1", "--num-requests", "2")
 
 def bench(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([CLI, "bench", "serve", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_help_lists_the_flags():
+    top = subprocess.run([CLI, "--help"], capture_output=True, text=True, timeout=60).stdout
+    assert "bench" in top
+    out = bench("--help").stdout
+    for flag in ("--model", "--url", "--model-name", "--scenario", "--rate", "--sweep", "--calibrate", "--burstiness",
+                 "--duration", "--num-requests", "--class-mix", "--tenants", "--max-tokens", "--seed", "--policy",
+                 "--json", "--plots", "--no-slo-options", "--slo"):
+        assert flag in out, flag
 
 
 @pytest.mark.parametrize(
@@ -92,11 +101,8 @@ def test_in_process_sweep_writes_json_and_plots(tmp_path, smollm2_auto_mcp):
 
 @pytest.fixture(scope="module")
 def server(smollm2_auto_mcp):
-    with Session() as session:
-        server = start_server(session.load_model(smollm2_auto_mcp))
+    with serving(smollm2_auto_mcp) as server:
         yield server
-        server.shutdown()
-        server.server_close()
 
 
 def test_http_run_with_calibration_and_class_headers(tmp_path, server):
