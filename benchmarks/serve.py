@@ -94,6 +94,8 @@ def _open(system: str, args: argparse.Namespace, stack: ExitStack, notes: list[s
 
 
 def _llama_target(args: argparse.Namespace, stack: ExitStack, notes: list[str]):
+    """llama.cpp's chat endpoint (its chat template from the GGUF, as ours applies the model's)."""
+    options = {"ignore_eos": True}
     url = args.llama_url
     if url is None:
         reason = llama_server.why_not_startable()
@@ -102,13 +104,13 @@ def _llama_target(args: argparse.Namespace, stack: ExitStack, notes: list[str]):
             return None
         from mcp.modelfile import catalog
 
+        gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
         log = Path(tempfile.gettempdir()) / "serve-llama-server.log"
-        url = stack.enter_context(llama_server.started_server(catalog.fetch_source(catalog.DEFAULT_MODEL),
-                                                              args.threads, 2048, log))
-        notes.append("llamacpp: python -m llama_cpp.server (one request at a time, no continuous batching, "
-                     "no ignore_eos: answers may stop at EOS)")
-    target = OpenAIHTTPTarget(url, args.llama_model, endpoint="completions", send_slo_options=False,
-                              ignore_eos=args.llama_url is not None)
+        url = stack.enter_context(llama_server.started_server(gguf, args.threads, 2048, log))
+        options = {"ignore_eos": False, "extra_body": {"logit_bias": llama_server.eos_logit_bias(gguf)}}
+        notes.append("llamacpp: python -m llama_cpp.server on the same GGUF (one request at a time, no continuous "
+                     "batching; EOS kept out by logit_bias as it has no ignore_eos)")
+    target = OpenAIHTTPTarget(url, args.llama_model, endpoint="chat", send_slo_options=False, **options)
     stack.callback(target.close)
     return target
 

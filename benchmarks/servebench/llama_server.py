@@ -4,8 +4,9 @@ Started here means ``python -m llama_cpp.server`` from llama-cpp-python, which n
 ``[server]`` extra (fastapi, uvicorn, sse-starlette, pydantic-settings, starlette-context).
 That server runs one request at a time (no ``--parallel`` slots, no continuous batching)
 and by default interrupts a streaming request when a new one arrives, so it is started
-with ``--interrupt_requests False``; it knows neither ``stream_options`` nor ``ignore_eos``,
-so its token counts are its streamed chunks (one per token) and its answers may end at EOS.
+with ``--interrupt_requests False``; it knows neither ``stream_options`` (its token counts
+are then its streamed chunks, one per token) nor ``ignore_eos``, so ``eos_logit_bias`` gives
+the end-of-sequence tokens a -100 bias instead: its answers run to ``max_tokens`` as ours do.
 The C++ ``llama-server`` (``--parallel N``) is the fair comparison; give its URL.
 """
 
@@ -22,6 +23,14 @@ from pathlib import Path
 import httpx
 
 START_TIMEOUT_S = 120.0
+
+
+def eos_logit_bias(gguf: Path) -> dict[str, float]:
+    """``logit_bias`` that keeps the GGUF's end-of-sequence token from being sampled."""
+    from gguf import GGUFReader
+
+    field = GGUFReader(gguf).fields["tokenizer.ggml.eos_token_id"]
+    return {str(int(field.parts[field.data[0]][0])): -100.0}
 
 
 def why_not_startable() -> str | None:

@@ -73,16 +73,18 @@ def test_busy_server_refuses_with_429_and_retry_after(serve):
             assert "refused with 429" in record.error and "all slots busy" in record.error
 
 
-def test_chat_endpoint_without_slo_headers(serve, model):
+def test_chat_endpoint_without_slo_headers_with_extra_fields(serve):
     server = serve()
-    target = OpenAIHTTPTarget(server.url, "smollm2", endpoint="chat", send_slo_options=False, ignore_eos=False)
+    target = OpenAIHTTPTarget(server.url, "smollm2", endpoint="chat", send_slo_options=False, ignore_eos=False,
+                              extra_body={"logit_bias": {"2": -100.0}})
     (record,) = run_workload(target, requests(0.0, max_tokens=8)).records
     target.close()
     (seen,) = server.seen
     assert record.status == OK, record.error
     assert (seen["path"], seen["class"], seen["tenant"]) == ("/v1/chat/completions", None, None)
     assert seen["body"]["messages"] == [{"role": "user", "content": "The capital of France is"}]
-    assert "ignore_eos" not in seen["body"]
+    assert "ignore_eos" not in seen["body"] and seen["body"]["logit_bias"] == {"2": -100.0}
+    assert target.describe()["extra_body"] == {"logit_bias": {"2": -100.0}}
     assert record.output_tokens == seen["deltas"] >= 1
 
 

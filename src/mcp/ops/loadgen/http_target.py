@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -72,7 +72,8 @@ class OpenAIHTTPTarget:
 
     def __init__(self, base_url: str, model_name: str, *, endpoint: str = "completions",
                  send_slo_options: bool = True, temperature: float = 0.0, ignore_eos: bool = True,
-                 api_key: str | None = None, read_timeout_s: float = 600.0) -> None:
+                 api_key: str | None = None, read_timeout_s: float = 600.0,
+                 extra_body: Mapping[str, Any] | None = None) -> None:
         if endpoint not in ENDPOINTS:
             raise InvalidRequestError(f"--endpoint {endpoint!r} is unknown; use {' or '.join(ENDPOINTS)}")
         if not base_url.startswith(("http://", "https://")):
@@ -82,6 +83,7 @@ class OpenAIHTTPTarget:
         self.endpoint = endpoint
         self.send_slo_options = send_slo_options
         self.options = {"temperature": temperature, "ignore_eos": ignore_eos}
+        self.extra_body = dict(extra_body or {})  # server-specific fields, sent as they are
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # no pool limit: a request waiting for a free connection would count as server time
         self._client = httpx.Client(
@@ -100,7 +102,7 @@ class OpenAIHTTPTarget:
 
     def _body(self, request: RequestSpec) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model_name, "max_tokens": request.max_tokens, "stream": True,
-                                "stream_options": {"include_usage": True}, **self.options}
+                                "stream_options": {"include_usage": True}, **self.options, **self.extra_body}
         if not body["ignore_eos"]:
             del body["ignore_eos"]  # a plain OpenAI server does not know it
         if self.endpoint == "chat":
@@ -113,8 +115,9 @@ class OpenAIHTTPTarget:
         self._client.close()
 
     def describe(self) -> dict:
-        return {"kind": self.name, "url": self.base_url + ENDPOINTS[self.endpoint], "model": self.model_name,
-                "send_slo_options": self.send_slo_options, **self.options}
+        described = {"kind": self.name, "url": self.base_url + ENDPOINTS[self.endpoint], "model": self.model_name,
+                     "send_slo_options": self.send_slo_options, **self.options}
+        return {**described, "extra_body": self.extra_body} if self.extra_body else described
 
 
 def _raise_for_status(response: httpx.Response) -> None:
