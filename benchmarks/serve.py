@@ -179,7 +179,8 @@ def _systems(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [n for n in names if n not in SYSTEMS]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown system(s) {', '.join(unknown) or '(none)'}; use {', '.join(SYSTEMS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown system(s) {', '.join(unknown) or '(none)'}; use {', '.join(SYSTEMS)}")
     return names
 
 

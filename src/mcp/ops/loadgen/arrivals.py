@@ -64,7 +64,7 @@ def arrival_times(
     max_count: int | None = None,
     max_time_s: float | None = None,
 ) -> list[float]:
-    """Arrival times in [0, max_time_s), at most ``max_count`` of them; at least one bound is needed."""
+    """Arrival times in [0, max_time_s), the first at 0, at most ``max_count`` of them; one bound is needed."""
     if not (math.isfinite(burstiness) and burstiness > 0):
         raise InvalidRequestError(f"burstiness must be a positive number (1 = Poisson), got {burstiness}")
     if max_count is None and max_time_s is None:
@@ -72,11 +72,11 @@ def arrival_times(
     times: list[float] = []
     operational = 0.0
     while max_count is None or len(times) < max_count:
-        # gaps of unit mean in operational time; the first request comes after one gap too
+        # the first request at once, then gaps of unit mean in operational time
         for gap in rng.gamma(shape=burstiness, scale=1.0 / burstiness, size=256):
-            operational += float(gap)
             t = profile.inverse(operational)
             if (max_time_s is not None and t >= max_time_s) or (max_count is not None and len(times) >= max_count):
                 return times
             times.append(t)
+            operational += float(gap)
     return times

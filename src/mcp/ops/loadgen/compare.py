@@ -28,14 +28,16 @@ def format_comparison(systems: Sequence[SystemRun]) -> list[str]:
         values = [value(s.summary) for s in systems]
         rows.append((label, *(_number(v) for v in values), *(_ratio(values[0], v) for v in values[1:])))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))) for row in rows]
+    return ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+            for row in rows]
 
 
 def _metrics(systems: Sequence[SystemRun]) -> list[tuple[str, Callable[[RunSummary], float | None]]]:
     present = [n for n in CLASS_ORDER if any(s.summary.group(n) is not None for s in systems)]
     metrics: list[tuple[str, Callable[[RunSummary], float | None]]] = []
     for name in present:
-        metrics.append((f"attainment {name} %", _field(name, lambda g: None if g.attainment is None else 100 * g.attainment)))
+        percent = lambda g: None if g.attainment is None else 100 * g.attainment  # noqa: E731
+        metrics.append((f"attainment {name} %", _field(name, percent)))
     for name in present:
         metrics.append((f"goodput {name} req/s", _field(name, lambda g: g.goodput_rps)))
     metrics += [

@@ -41,7 +41,7 @@ def plot_latency_cdf(run: BenchRun, slos: SLOTable, path: Path, title: str) -> P
     for axis, metric, label in ((axes[0], "ttft_s", "TTFT (s)"), (axes[1], "e2e_s", "E2E latency (s)")):
         for name in slos.names:
             records = [r for r in run.records if r.slo_class == name]
-            values = sorted(v for r in records if (v := getattr(request_metrics(r, slos.target(name)), metric)) is not None)
+            values = sorted(v for r in records if (v := _metric(r, slos, metric)) is not None)
             if not values:
                 continue
             # the curve ends below 1 when some of the class's requests never finished
@@ -63,6 +63,10 @@ def plot_latency_cdf(run: BenchRun, slos: SLOTable, path: Path, title: str) -> P
     axes[1].set_title("end-to-end latency", fontsize=10)
     figure.suptitle(title, fontsize=11)
     return _save(figure, plt, path)
+
+
+def _metric(record, slos: SLOTable, metric: str) -> float | None:
+    return getattr(request_metrics(record, slos.target(record.slo_class)), metric)
 
 
 def plot_attainment(runs: Sequence[BenchRun], path: Path, title: str) -> Path:
@@ -96,7 +100,8 @@ def write_plots(runs: Sequence[BenchRun], slos: SLOTable, folder: str | Path, ti
     except OSError as exc:
         raise InvalidRequestError(f"--plots {folder}: cannot make the folder ({exc})") from None
     if len(runs) == 1:
-        return [plot_latency_cdf(runs[0], slos, folder / "latency_cdf.png", f"{title} at {runs[0].spec.rate:.3g} req/s")]
+        (run,) = runs
+        return [plot_latency_cdf(run, slos, folder / "latency_cdf.png", f"{title} at {run.spec.rate:.3g} req/s")]
     paths = [plot_latency_cdf(run, slos, folder / f"latency_cdf_rate{run.spec.rate:g}.png",
                               f"{title} at {run.spec.rate:.3g} req/s") for run in runs]
     return [*paths, plot_attainment(runs, folder / "attainment.png", f"{title}: SLO attainment vs load")]

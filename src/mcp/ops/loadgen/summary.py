@@ -72,7 +72,8 @@ def summarize(records: Sequence[RequestRecord], slos: SLOTable, duration_s: floa
     return RunSummary(offered_rate, duration_s, summarize_group(ALL, pairs, duration_s), by_class)
 
 
-def summarize_group(name: str, pairs: Sequence[tuple[RequestRecord, RequestMetrics]], duration_s: float) -> GroupSummary:
+def summarize_group(name: str, pairs: Sequence[tuple[RequestRecord, RequestMetrics]],
+                    duration_s: float) -> GroupSummary:
     records = [r for r, _ in pairs]
     metrics = [m for _, m in pairs]
     count = lambda status: sum(r.status == status for r in records)  # noqa: E731
