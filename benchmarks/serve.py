@@ -40,7 +40,7 @@ from mcp.ops.loadgen.http_target import OpenAIHTTPTarget  # noqa: E402
 from mcp.ops.loadgen.mix import DEFAULT_CLASS_MIX, DEFAULT_TENANTS, SLOTable  # noqa: E402
 from mcp.ops.loadgen.report import build_report  # noqa: E402
 from mcp.ops.loadgen.sdk_target import InProcessTarget  # noqa: E402
-from mcp.ops.loadgen.session_config import session_config  # noqa: E402
+from mcp.ops.loadgen.session_config import session_config, session_slo_table  # noqa: E402
 from mcp.ops.loadgen.table import format_table  # noqa: E402
 from mcp.runtime.errors import MCPError  # noqa: E402
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     command = "benchmarks/serve.py " + shlex.join(sys.argv[1:] if argv is None else argv)
     spec = workload_from_args(args)
-    slos = SLOTable.default()
+    slos = session_slo_table(session_config(None, None)) or SLOTable.default()  # what the engine schedules by
     runs, notes, rate, calibration = [], [], args.rate, None
     for system in args.systems:
         with ExitStack() as stack:

@@ -27,10 +27,12 @@ from mcp.runtime.errors import InvalidRequestError, MCPError
 def bench_serve(args: argparse.Namespace) -> int:
     spec = workload_from_args(args)
     rates = rates_from_args(args)
-    slos = parse_slo_table(args.slo) if args.slo else SLOTable.default()
+    if args.slo:
+        parse_slo_table(args.slo)  # checked now, applied once the target's own targets are known
     _check_outputs(args)
     with ExitStack() as stack:
         target = open_target(args, stack)
+        slos = scoring_table(args.slo, target)
         calibration = None
         if args.calibrate:
             calibration = calibrate(target, spec.max_tokens, slo_class=spec.class_mix.names[0])
@@ -52,6 +54,12 @@ def workload_from_args(args: argparse.Namespace) -> WorkloadSpec:
         scenario=args.scenario, rate=1.0, burstiness=args.burstiness, num_requests=args.num_requests,
         duration_s=args.duration, max_tokens=args.max_tokens, seed=args.seed,
         class_mix=parse_class_mix(args.class_mix), tenants=parse_mix(args.tenants, "--tenants"), prompts=prompts)
+
+
+def scoring_table(slo_flag: str | None, target: Target) -> SLOTable:
+    """``--slo`` over the targets the in-process engine schedules by (else the defaults)."""
+    base = getattr(target, "slo_table", None) or SLOTable.default()
+    return parse_slo_table(slo_flag, base) if slo_flag else base
 
 
 def rates_from_args(args: argparse.Namespace) -> list[float]:
@@ -108,14 +116,15 @@ def open_target(args: argparse.Namespace, stack: ExitStack) -> Target:
 
 
 def _in_process(args: argparse.Namespace, stack: ExitStack, send: bool) -> Target:
-    from mcp.ops.loadgen.session_config import session_config
     from mcp.ops.loadgen.sdk_target import InProcessTarget
+    from mcp.ops.loadgen.session_config import session_config, session_slo_table
     from mcp.runtime.session import Session
 
     session = stack.enter_context(Session(session_config(args.config, args.policy)))
     model = session.load_model(args.model)
     return InProcessTarget(model, send_slo_options=send, temperature=args.temperature,
-                           ignore_eos=not args.no_ignore_eos, policy=args.policy)
+                           ignore_eos=not args.no_ignore_eos, policy=args.policy,
+                           slo_table=session_slo_table(session.config))
 
 
 def _check_any_finished(runs: list[BenchRun]) -> None:

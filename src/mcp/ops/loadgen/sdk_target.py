@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from mcp.ops.loadgen.mix import SLOTable
 from mcp.ops.loadgen.workload import RequestSpec
 
 
@@ -61,8 +62,10 @@ class InProcessTarget:
     name = "in-process"
 
     def __init__(self, model: Any, *, send_slo_options: bool = True, temperature: float = 0.0,
-                 ignore_eos: bool = True, raw: bool = False, policy: str | None = None) -> None:
+                 ignore_eos: bool = True, raw: bool = False, policy: str | None = None,
+                 slo_table: SLOTable | None = None) -> None:
         self.model = model
+        self.slo_table = slo_table  # the targets the engine schedules by, when it has them
         self.send_slo_options = send_slo_options
         self.options = {"temperature": temperature, "ignore_eos": ignore_eos, "raw": raw}
         self.policy = policy

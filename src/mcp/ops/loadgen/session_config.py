@@ -1,4 +1,4 @@
-"""The Session config of an in-process bench: an optional mcp-config.yaml plus ``--policy``."""
+"""The Session config of an in-process bench (an optional mcp-config.yaml plus ``--policy``), and its SLO targets."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from mcp.ops.loadgen.mix import SLOTable
 from mcp.runtime.config import RuntimeConfig, config_from_dict
 from mcp.runtime.errors import ConfigError
 
@@ -34,3 +35,11 @@ def session_config(path: str | Path | None, policy: str | None) -> RuntimeConfig
             raise ConfigError(f"--policy {policy}: this build's config has no scheduler.policy ({exc}); "
                               "it needs the engine loop with the SLO scheduler") from None
         raise
+
+
+def session_slo_table(config: RuntimeConfig) -> SLOTable | None:
+    """The SLO targets the session's scheduler works to; None on a build without ``scheduler.slo_targets``."""
+    targets = getattr(getattr(config, "scheduler", None), "slo_targets", None)
+    if targets is None:
+        return None
+    return SLOTable(tuple((slo_class.name.lower(), target) for slo_class, target in sorted(targets.items())))
