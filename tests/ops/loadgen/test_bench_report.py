@@ -43,7 +43,8 @@ def test_report_schema(tmp_path):
     (run,) = data["runs"]
     assert set(run) == {"rate", "summary", "requests"} and run["rate"] == 0.8
     summary = run["summary"]
-    assert set(summary) == {"offered_rate", "duration_s", "overall", "by_class"}
+    assert set(summary) == {"offered_rate", "duration_s", "overall", "by_class", "by_tenant"}
+    assert [g["name"] for g in summary["by_tenant"]] == ["t"] and set(summary["by_tenant"][0]) == GROUP_KEYS
     assert set(summary["overall"]) == GROUP_KEYS
     assert set(summary["overall"]["ttft"]) == {"count", "mean", "p50", "p95", "p99"}
     assert summary["overall"]["num_good"] == 3 and summary["by_class"][3]["ttft"] is None

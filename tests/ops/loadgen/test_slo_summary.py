@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from mcp.engine.scheduler.slo import SLOTarget
@@ -84,6 +86,22 @@ def test_per_class_summaries_in_class_order():
 def test_classes_without_requests_are_left_out():
     s = summarize(TRACE[:2], SLOTable.default(), 2.0, 1.0)
     assert [g.name for g in s.by_class] == ["critical"] and s.group("low") is None
+
+
+def test_per_tenant_summaries_show_who_got_served():
+    records = [dataclasses.replace(r, tenant="acme" if r.index % 2 == 0 else "globex") for r in TRACE]
+    s = summarize(records, SLOTable.default(), 10.0, 0.8)
+    acme, globex = s.by_tenant  # in order of first arrival
+    # acme: 0 (misses TPOT), 2 (refused), 4 (good), 6 (late); globex: 1 (good), 3 (misses TTFT), 5 (error), 7 (good)
+    assert (acme.name, acme.num_requests, acme.num_good, acme.num_refused, acme.num_timeouts) == ("acme", 4, 1, 1, 1)
+    assert (globex.name, globex.num_requests, globex.num_good, globex.num_errors) == ("globex", 4, 2, 1)
+    assert acme.output_tokens_per_s == pytest.approx((4 + 2) / 10)
+    assert globex.output_tokens_per_s == pytest.approx((3 + 1 + 5) / 10)
+    table = format_table(s).splitlines()
+    header = table.index(next(line for line in table if line.startswith("tenant")))
+    assert table[header].split() == ["tenant", "reqs", "good", "attain", "goodput/s", "tok/s", "TTFT", "p99", "ms"]
+    assert table[header + 1].split() == ["acme", "4", "1", "25.0%", "0.1", "0.6", "500"]
+    assert table[header + 2].split() == ["globex", "4", "2", "50.0%", "0.2", "0.9", "2470"]  # TTFTs 0.2, 2.5, 1.0
 
 
 def with_attainment(rate: float, good_critical: int, good_low: int) -> RunSummary:

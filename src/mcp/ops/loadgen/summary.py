@@ -3,6 +3,7 @@
 - attainment: good requests / all requests of the group (refused and failed ones count as not good);
 - goodput: good requests per second of the run (vLLM's ``request_goodput``);
 - throughput: finished requests per second and their output tokens per second;
+- the same per tenant, to see whether one tenant's flood starves another;
 - over a sweep of rates, ``max_rate_meeting`` gives DistServe's goodput: the highest offered
   rate at which attainment stays at or above 90%.
 
@@ -53,13 +54,15 @@ class RunSummary:
     duration_s: float
     overall: GroupSummary
     by_class: tuple[GroupSummary, ...]  # in the SLO table's order, classes without requests left out
+    by_tenant: tuple[GroupSummary, ...] = ()  # in order of first arrival: is one tenant starved?
 
     def group(self, name: str) -> GroupSummary | None:
         return self.overall if name == ALL else next((g for g in self.by_class if g.name == name), None)
 
     def to_dict(self) -> dict:
         return {"offered_rate": self.offered_rate, "duration_s": self.duration_s,
-                "overall": self.overall.to_dict(), "by_class": [g.to_dict() for g in self.by_class]}
+                "overall": self.overall.to_dict(), "by_class": [g.to_dict() for g in self.by_class],
+                "by_tenant": [g.to_dict() for g in self.by_tenant]}
 
 
 def summarize(records: Sequence[RequestRecord], slos: SLOTable, duration_s: float, offered_rate: float) -> RunSummary:
@@ -69,7 +72,11 @@ def summarize(records: Sequence[RequestRecord], slos: SLOTable, duration_s: floa
         summarize_group(name, [p for p in pairs if p[0].slo_class == name], duration_s)
         for name in slos.names if any(r.slo_class == name for r in records)
     )
-    return RunSummary(offered_rate, duration_s, summarize_group(ALL, pairs, duration_s), by_class)
+    by_tenant = tuple(
+        summarize_group(tenant, [p for p in pairs if p[0].tenant == tenant], duration_s)
+        for tenant in dict.fromkeys(r.tenant for r in records)
+    )
+    return RunSummary(offered_rate, duration_s, summarize_group(ALL, pairs, duration_s), by_class, by_tenant)
 
 
 def summarize_group(name: str, pairs: Sequence[tuple[RequestRecord, RequestMetrics]],

@@ -14,6 +14,9 @@ HEADER = ("class", "reqs", "ok", "refused", "failed", "good", "attain", "goodput
 def format_table(summary: RunSummary) -> str:
     rows = [_row(group) for group in (*summary.by_class, summary.overall)]
     lines = _align([HEADER, *rows])
+    if len(summary.by_tenant) > 1:
+        lines += _align([("tenant", "reqs", "good", "attain", "goodput/s", "tok/s", "TTFT p99 ms"),
+                         *(_tenant_row(group) for group in summary.by_tenant)])
     overall = summary.overall
     lines.append(
         f"offered {summary.offered_rate:.3g} req/s over {summary.duration_s:.1f} s: "
@@ -38,6 +41,11 @@ def _row(group: GroupSummary) -> tuple[str, ...]:
             str(group.num_errors + group.num_timeouts), str(group.num_good), _pct(group.attainment),
             f"{group.goodput_rps:.3g}", _ms(group.ttft, ("p50", "p95", "p99")), _ms(group.tpot, ("p50", "p99")),
             _ms(group.itl, ("p99",)), _s(group.e2e))
+
+
+def _tenant_row(group: GroupSummary) -> tuple[str, ...]:
+    return (group.name, str(group.num_requests), str(group.num_good), _pct(group.attainment),
+            f"{group.goodput_rps:.3g}", f"{group.output_tokens_per_s:.1f}", _ms(group.ttft, ("p99",)))
 
 
 def _pct(value: float | None) -> str:
