@@ -38,10 +38,11 @@ def bench_serve(args: argparse.Namespace) -> int:
             calibration = calibrate(target, spec.max_tokens, slo_class=spec.class_mix.names[0])
             print(_describe_calibration(calibration))
             rates = [rate * calibration.single_stream_rate for rate in rates]
-        print(f"target: {target.describe()}")
+        described = target.describe()  # now, while the model is loaded
+        print(f"target: {described}")
         print(f"workload: {dict(spec.to_dict(), rate=[round(r, 4) for r in rates])}")
         runs = run_bench(target, spec, rates, slos, drain_timeout_s=args.drain_timeout, on_run=_print_run)
-    _finish(args, runs, target, slos, calibration)
+    _finish(args, runs, described, slos, calibration)
     _check_any_finished(runs)
     return 0
 
@@ -152,19 +153,19 @@ def _print_run(run: BenchRun) -> None:
     sys.stdout.flush()
 
 
-def _finish(args: argparse.Namespace, runs: list[BenchRun], target: Target, slos: SLOTable,
+def _finish(args: argparse.Namespace, runs: list[BenchRun], described: dict, slos: SLOTable,
             calibration: Calibration | None) -> None:
     if len(runs) > 1:
         print()
         print(format_sweep([run.summary for run in runs]))
     command = "mcp2026 " + shlex.join(sys.argv[1:])
     if args.json is not None:
-        report = build_report(runs, target.describe(), slos, command,
+        report = build_report(runs, described, slos, command,
                               calibration.to_dict() if calibration else None)
         print(f"wrote {write_report(report, args.json)}")
     if args.plots is not None:
         from mcp.ops.loadgen.plots import write_plots
 
-        title = f"{args.scenario}, {target.describe().get('policy') or target.name}"
+        title = f"{args.scenario}, {described.get('policy') or described['kind']}"
         for path in write_plots(runs, slos, Path(args.plots), title):
             print(f"wrote {path}")
