@@ -31,7 +31,7 @@ def test_one_run_draws_the_latency_cdf_of_each_class(tmp_path):
     (path,) = write_plots(runs([0.8]), SLOTable.default(), tmp_path / "plots", "test")
     assert path.name == "latency_cdf.png" and path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     height, width = image.imread(path).shape[:2]
-    assert (width, height) == (1210, 462)
+    assert (width, height) == (1650, 462)  # three panels: TTFT, TPOT, E2E
     # low has no finished request: its legend entry and target line but no curve, so far fewer pixels
     legend_and_target = pixels_of(path, COLORS["low"])
     for name in ("critical", "high", "medium"):

@@ -34,35 +34,51 @@ def _ticker():
     return ticker
 
 
+# (metric of RequestMetrics, axis label, panel title, SLOTarget field drawn as a dotted line)
+CDF_PANELS = (
+    ("ttft_s", "TTFT (s)", "TTFT (dotted: the class's target)", "ttft_s"),
+    ("tpot_s", "TPOT (s)", "time per output token (dotted: target)", "tpot_s"),
+    ("e2e_s", "E2E latency (s)", "end-to-end latency", None),
+)
+
+
 def plot_latency_cdf(run: BenchRun, slos: SLOTable, path: Path, title: str) -> Path:
-    """Two panels, TTFT and E2E: per class the share of its requests done within x seconds."""
-    plt, ticker = load_pyplot(), _ticker()
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for axis, metric, label in ((axes[0], "ttft_s", "TTFT (s)"), (axes[1], "e2e_s", "E2E latency (s)")):
+    """TTFT, TPOT and E2E panels: per class the share of its requests done within x seconds."""
+    plt = load_pyplot()
+    figure, axes = plt.subplots(1, len(CDF_PANELS), figsize=(15, 4.2))
+    for axis, (metric, label, panel_title, target_field) in zip(axes, CDF_PANELS):
         for name in slos.names:
-            records = [r for r in run.records if r.slo_class == name]
-            values = sorted(v for r in records if (v := _metric(r, slos, metric)) is not None)
-            if not values:
-                continue
-            # the curve ends below 1 when some of the class's requests never finished
-            shares = [0.0, *((i + 1) / len(records) for i in range(len(values)))]
-            axis.step([values[0], *values], shares, where="post", color=COLORS.get(name),
-                      label=f"{name} (n={len(records)})")
-            if metric == "ttft_s":
-                axis.axvline(slos.target(name).ttft_s, color=COLORS.get(name), linestyle=":", linewidth=1)
-        axis.set_xscale("log")
-        axis.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
-        axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
-        axis.xaxis.set_minor_formatter(ticker.NullFormatter())
-        axis.set_xlabel(label + ", log scale")
-        axis.set_ylabel("share of the class's requests")
-        axis.set_ylim(0, 1.02)
-        axis.grid(alpha=0.3)
-        axis.legend(loc="upper left", fontsize=8)
-    axes[0].set_title("TTFT (dotted: the class's target)", fontsize=10)
-    axes[1].set_title("end-to-end latency", fontsize=10)
+            _plot_class_cdf(axis, run, slos, name, metric)
+            if target_field is not None and any(r.slo_class == name for r in run.records):
+                target = getattr(slos.target(name), target_field)
+                axis.axvline(target, color=COLORS.get(name), linestyle=":", linewidth=1)
+        _log_axis(axis, label)
+        axis.set_title(panel_title, fontsize=10)
     figure.suptitle(title, fontsize=11)
     return _save(figure, plt, path)
+
+
+def _plot_class_cdf(axis, run: BenchRun, slos: SLOTable, name: str, metric: str) -> None:
+    records = [r for r in run.records if r.slo_class == name]
+    values = sorted(v for r in records if (v := _metric(r, slos, metric)) is not None)
+    if not values:
+        return
+    # the curve ends below 1 when some of the class's requests never finished (or, for TPOT, had one token)
+    shares = [0.0, *((i + 1) / len(records) for i in range(len(values)))]
+    axis.step([values[0], *values], shares, where="post", color=COLORS.get(name), label=f"{name} (n={len(records)})")
+
+
+def _log_axis(axis, label: str) -> None:
+    ticker = _ticker()
+    axis.set_xscale("log")
+    axis.xaxis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.xaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.xaxis.set_minor_formatter(ticker.NullFormatter())
+    axis.set_xlabel(label + ", log scale")
+    axis.set_ylabel("share of the class's requests")
+    axis.set_ylim(0, 1.02)
+    axis.grid(alpha=0.3)
+    axis.legend(loc="upper left", fontsize=8)
 
 
 def _metric(record, slos: SLOTable, metric: str) -> float | None:
