@@ -1,4 +1,4 @@
-"""The ``mcp2026`` command line: pull, compile, inspect, run.
+"""The ``mcp2026`` command line: pull, compile, inspect, run, bench serve.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -64,7 +64,53 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int)
     run.add_argument("--raw", action="store_true", help="do not apply the chat template")
     run.set_defaults(handler=_run)
+
+    bench = commands.add_parser("bench", help="benchmarks: bench serve (load generator and SLO report)")
+    _add_bench_serve(bench.add_subparsers(title="benchmarks", metavar="BENCH"))
     return parser
+
+
+def _add_bench_serve(benches: argparse._SubParsersAction) -> None:
+    """Flags of ``bench serve``; docs/loadgen.md explains each."""
+    serve = benches.add_parser("serve", help="send a seeded load to a model; report SLO attainment per class",
+                               epilog="Scenarios, metrics and outputs: docs/loadgen.md")
+    target = serve.add_argument_group("target (in-process --model, or --url with --model-name)")
+    target.add_argument("--model", help="in-process: a .mcp path or a catalog name")
+    target.add_argument("--config", type=Path, help="in-process: an mcp-config.yaml for the session")
+    target.add_argument("--policy", choices=("slo", "fcfs"), help="in-process: the scheduler policy")
+    target.add_argument("--url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000")
+    target.add_argument("--model-name", help="with --url: the model name to request")
+    target.add_argument("--endpoint", choices=("completions", "chat"), default="completions",
+                        help="with --url: /v1/completions or /v1/chat/completions (default completions)")
+    target.add_argument("--api-key", help="with --url: sent as a Bearer token")
+    target.add_argument("--no-slo-options", action="store_true",
+                        help="do not send slo_class/tenant (SDK) or x-sla-class/x-tenant (HTTP)")
+    load = serve.add_argument_group("load")
+    load.add_argument("--scenario", choices=("poisson", "gamma", "bursty-zipf", "mixed"), default="poisson",
+                      help="arrivals, prompt popularity and budgets (default poisson)")
+    load.add_argument("--rate", type=float, help="requests/s (with --calibrate: multiples of the single-stream rate)")
+    load.add_argument("--sweep", metavar="R1,R2,...", help="one run per rate, same requests (instead of --rate)")
+    load.add_argument("--calibrate", action="store_true", help="measure one request alone first; scale rates by it")
+    load.add_argument("--burstiness", type=float, default=1.0, help="gamma shape (gamma, bursty-zipf); 1 = Poisson")
+    load.add_argument("--duration", type=float, help="seconds of arrivals")
+    load.add_argument("--num-requests", type=int, help="at most this many requests")
+    load.add_argument("--class-mix", default="critical=0.1,high=0.2,medium=0.3,low=0.4", metavar="CLASS=WEIGHT,...",
+                      help="SLO classes of the requests (default critical=0.1,high=0.2,medium=0.3,low=0.4)")
+    load.add_argument("--tenants", default="tenant-a,tenant-b", metavar="NAME[=WEIGHT],...",
+                      help="tenants of the requests (default tenant-a,tenant-b)")
+    load.add_argument("--max-tokens", type=int, default=64, help="tokens per request (default 64)")
+    load.add_argument("--temperature", type=float, default=0.0, help="(default 0: greedy)")
+    load.add_argument("--no-ignore-eos", action="store_true", help="let requests stop at EOS")
+    load.add_argument("--prompts", type=Path, help='a JSONL file of {"prompt": ...} lines (default: built-in)')
+    load.add_argument("--seed", type=int, default=0, help="seeds arrivals, prompts, classes, tenants (default 0)")
+    report = serve.add_argument_group("report")
+    report.add_argument("--slo", metavar="CLASS=TTFT/TPOT,...",
+                        help="score by these targets in seconds, e.g. critical=0.5/0.05")
+    report.add_argument("--drain-timeout", type=float, default=120.0,
+                        help="seconds after the last arrival before running requests are stopped")
+    report.add_argument("--json", type=Path, help="write every request record and the summary here")
+    report.add_argument("--plots", type=Path, help="write PNG plots into this folder")
+    serve.set_defaults(handler=_bench_serve)
 
 
 def _pull(args: argparse.Namespace) -> int:
@@ -121,6 +167,12 @@ def _run(args: argparse.Namespace) -> int:
             print(delta, end="", flush=True)
         print()
     return 0
+
+
+def _bench_serve(args: argparse.Namespace) -> int:
+    from mcp.ops.loadgen.command import bench_serve
+
+    return bench_serve(args)
 
 
 def _version() -> str:

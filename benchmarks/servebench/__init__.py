@@ -1,0 +1,1 @@
+"""Parts of benchmarks/serve.py: the llama.cpp server it compares against, and its RESULTS.md section."""
