@@ -1,7 +1,7 @@
 """Build of the CPU kernels extension; everything else is in pyproject.toml.
 
-The extension needs only a C++20 compiler and the Python headers (no torch headers, so
-building it never pulls torch into pip's build environment). Each instruction set is
+The extension needs only a C++20 compiler with OpenMP and the Python headers (no torch
+headers, so building it never pulls torch into pip's build environment). Each instruction set is
 compiled in its own region of kernels.cpp and chosen at run time, so one build runs on
 any x86-64 CPU (and the plain C++ path on other CPUs).
 """
@@ -15,8 +15,11 @@ setup(
         Extension(
             "mcp.engine.kernels._cpu",
             sources=[f"{KERNELS}/module.cpp", f"{KERNELS}/kernels.cpp"],
-            depends=[f"{KERNELS}/kernels.h", f"{KERNELS}/pool.h", f"{KERNELS}/tiles.inc"],
-            extra_compile_args=["-std=c++20", "-O3", "-ffp-contract=off", "-fno-math-errno"],
+            depends=[f"{KERNELS}/kernels.h", f"{KERNELS}/tiles.inc"],
+            # -fopenmp: libgomp.so.1, which resolves to torch's own copy when torch is loaded
+            # first, so the kernels share torch's OpenMP threads (see kernels.cpp)
+            extra_compile_args=["-std=c++20", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fopenmp"],
+            extra_link_args=["-fopenmp"],
             language="c++",
         )
     ]

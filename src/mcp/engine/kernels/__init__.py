@@ -77,11 +77,17 @@ class QuantMatrix:
         for name, tensor in (("codes", self.codes), ("qparams", self.qparams)):
             if tensor.device.type != "cpu" or not tensor.is_contiguous():
                 raise ValueError(f"{self.kind} matrix: {name} must be a contiguous CPU tensor")
+        # What every call passes, computed once (a decode step makes ~120 calls).
+        object.__setattr__(self, "_call_args", (self.codes.data_ptr(), self.qparams.data_ptr(),
+                                                self.qparams.dtype == torch.float16))
 
     @property
     def shape(self) -> tuple[int, int]:
         n, width = self.codes.shape
         return n, width * 2 if self.kind == "int4" else width
+
+    def __reduce__(self):  # the cached pointers are this process's: rebuild from the tensors
+        return QuantMatrix, (self.kind, self.codes, self.qparams)
 
     @property
     def out_features(self) -> int:
@@ -90,14 +96,15 @@ class QuantMatrix:
     def matmul(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
         """x [..., K] fp32 or bf16 -> x @ W.T [..., N] in ``out_dtype`` (default x's dtype)."""
         n, k = self.shape
-        if x.dtype not in _OUT_DTYPES or x.shape[-1] != k or x.device.type != "cpu":
+        if x.dtype not in _OUT_DTYPES or x.shape[-1] != k or not x.is_cpu:
             raise ValueError(f"x must be a CPU float32/bfloat16 tensor [..., {k}], got {x.dtype} {list(x.shape)}")
-        x = x.contiguous()
+        if not x.is_contiguous():
+            x = x.contiguous()
         out_dtype = out_dtype or x.dtype
         out = torch.empty(*x.shape[:-1], n, dtype=out_dtype)
+        codes, qparams, qparams_f16 = self._call_args
         _cpu.matmul(_KINDS[self.kind], x.data_ptr(), x.dtype == torch.bfloat16, x.numel() // k, k, n,
-                    self.codes.data_ptr(), self.qparams.data_ptr(), self.qparams.dtype == torch.float16,
-                    out.data_ptr(), out_dtype == torch.bfloat16, torch.get_num_threads())
+                    codes, qparams, qparams_f16, out.data_ptr(), out_dtype == torch.bfloat16, torch.get_num_threads())
         return out
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -14,6 +14,8 @@ class Embedding(torch.nn.Module):
         if isinstance(table, QuantMatrix):
             self.matrix: QuantMatrix | None = table
             self.register_buffer("table", None, persistent=False)
+            self.register_buffer("codes", table.codes, persistent=False)
+            self.register_buffer("qparams", table.qparams, persistent=False)
             self._device = table.codes.device
         else:
             self.matrix = None

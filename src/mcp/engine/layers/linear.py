@@ -85,6 +85,9 @@ class NativeLinear(PackedLinear):
         n, k = matrix.shape
         super().__init__(n, k, bias, prefill_dtype, decode_max_rows)
         self.matrix = matrix
+        # registered so that module introspection (buffers(), memory accounting) sees them
+        self.register_buffer("codes", matrix.codes, persistent=False)
+        self.register_buffer("qparams", matrix.qparams, persistent=False)
         if cache_dense:
             self.cache_dense()
 

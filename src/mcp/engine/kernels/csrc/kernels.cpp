@@ -1,5 +1,5 @@
 // Weight-only quantized matrix kernels for the CPU: one build per instruction set, chosen at
-// run time by what the CPU supports, and split over the rows of W by the thread pool.
+// run time by what the CPU supports, and split over the rows of W by OpenMP threads.
 //
 // Weights are dequantized in registers exactly as the reference does (scale * q + offset,
 // a multiply then an add: this file is compiled with -ffp-contract=off so that the
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "pool.h"
+#include <unistd.h>
 
 namespace mcp_kernels {
 
@@ -154,18 +154,30 @@ Isa& current_isa() {
 }
 
 // Splits rows [0, num_rows) into chunks of whole 8-row blocks, about four per thread (at
-// least 64 rows each) so that threads that start late still share the work.
+// least 64 rows each), claimed dynamically so that threads that start late still share the
+// work. The threads are OpenMP's: built with -fopenmp, this library needs libgomp.so.1, and
+// when torch is imported first (mcp.engine.kernels imports it) the loader hands it torch's
+// own copy, so the kernels and torch's ops run on one team of threads instead of two teams
+// spinning against each other on the same cores.
 template <class Fn>
 void parallel_rows(int64_t num_rows, int num_threads, const Fn& fn) {
   constexpr int64_t align = 8, min_rows = 64;
   const int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(4 * num_threads, num_rows / min_rows));
   const int64_t blocks = (num_rows + align - 1) / align;
   const int64_t num_chunks = std::min(wanted, blocks);
-  ThreadPool::instance().run(num_threads, num_chunks, [&](int64_t chunk) {
+  auto chunk_rows = [&](int64_t chunk) {
     const int64_t start = std::min(num_rows, blocks * chunk / num_chunks * align);
     const int64_t stop = std::min(num_rows, blocks * (chunk + 1) / num_chunks * align);
     if (start < stop) fn(start, stop);
-  });
+  };
+  // GNU OpenMP is not fork-safe: a forked child runs the kernels on its calling thread alone.
+  static const pid_t parent = getpid();
+  if (num_threads <= 1 || num_chunks <= 1 || getpid() != parent) {
+    for (int64_t chunk = 0; chunk < num_chunks; ++chunk) chunk_rows(chunk);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(num_threads)
+  for (int64_t chunk = 0; chunk < num_chunks; ++chunk) chunk_rows(chunk);
 }
 
 }  // namespace
