@@ -12,8 +12,9 @@ dequantized in registers exactly as ``W.dequantize()`` gives them and fp32 sums;
 the quantized bytes once per call however many rows x has, which is what decode needs.
 
 The C++ (``csrc/``) is built by ``pip install`` as ``mcp.engine.kernels._cpu``, with an
-AVX-512, an AVX2 and a plain C++ build of each kernel chosen at run time, and runs on its own
-small thread pool with ``torch.get_num_threads()`` workers.
+AVX-512, an AVX2 and a plain C++ build of each kernel chosen at run time, and splits the
+rows of W over ``torch.get_num_threads()`` OpenMP threads: torch's own team, since the
+extension's libgomp resolves to the copy torch loaded (torch is imported first, here).
 """
 
 from __future__ import annotations
