@@ -38,7 +38,7 @@ class StepChunk:
 
 
 def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int) -> PagedKVStorage:
-    """As many zeroed KV blocks for ``model`` as fit in ``num_bytes``."""
+    """As many KV blocks for ``model`` as fit in ``num_bytes`` (zeroed as steps first use them)."""
     arch = model.arch
     shape = (arch.num_layers, block_size, arch.num_kv_heads, arch.head_dim)
     num_blocks = PagedKVStorage.blocks_within(num_bytes, *shape, model.dtype)
@@ -68,6 +68,7 @@ class ModelRunner:
     def execute(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
         """Run one step; fp32 logits [number of sampling chunks, vocab], in the chunks' order."""
         self._check(chunks)
+        self.storage.zero_until(max(max(c.block_table) for c in chunks) + 1)
         # Decodes first and together, so that they attend in one SDPA; then each prefill chunk.
         order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].token_ids) != 1)
         ordered = [chunks[i] for i in order]
