@@ -7,13 +7,37 @@ queue), raises the outcome's error if the request failed, and can cancel the req
 
 from __future__ import annotations
 
+import math
 import queue
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from mcp.engine.hooks import RequestTimings
+from mcp.engine.scheduler.slo import SLOClass
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.errors import MCPError
+from mcp.runtime.errors import InvalidRequestError, MCPError
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """How a request is scheduled: its SLO class, its tenant, and a timeout in seconds.
+
+    ``slo_class`` may be given by name ("critical", "high", "medium", "low"); a timeout
+    ends the request with finish_reason "deadline" that many seconds after submission.
+    """
+
+    slo_class: SLOClass = SLOClass.MEDIUM
+    tenant: str = "default"
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "slo_class", SLOClass.parse(self.slo_class))
+        if not isinstance(self.tenant, str) or not self.tenant:
+            raise InvalidRequestError(f"tenant must be a non-empty string, got {self.tenant!r}")
+        timeout = self.timeout
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                    or not math.isfinite(timeout) or timeout <= 0):
+            raise InvalidRequestError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
 
 
 @dataclass(frozen=True)

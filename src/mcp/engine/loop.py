@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import os
 import queue
 import threading
@@ -30,7 +29,7 @@ from collections.abc import Sequence
 import torch
 
 from mcp.engine.engine import NativeEngine
-from mcp.engine.handle import RequestHandle
+from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookRegistry
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.kv.paged import PagedKVStorage
@@ -40,7 +39,6 @@ from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.request import Request, RequestStatus
 from mcp.engine.scheduler.scheduler import Scheduler, SchedulerOutput
-from mcp.engine.scheduler.slo import SLOClass
 from mcp.engine.sequence import SequenceState, check_prompt
 from mcp.runtime.errors import EngineError, InvalidRequestError, RequestCancelled
 
@@ -70,25 +68,25 @@ class EngineLoop:
         self._thread.start()
 
     # -- the submitter's side -------------------------------------------------------------
-    def submit(self, prompt_ids: Sequence[int], params: SamplingParams, *, slo_class: SLOClass | str = "medium",
-               tenant: str = "default", timeout: float | None = None) -> RequestHandle:
+    def submit(self, prompt_ids: Sequence[int], params: SamplingParams,
+               options: RequestOptions = RequestOptions()) -> RequestHandle:
         """Queue one request and return its handle; bad input or a full engine raise here.
 
-        ``timeout`` (seconds from now) ends the request with finish_reason "deadline".
         Raises InvalidRequestError / ContextLengthError for a bad request, and
         ``CapacityError`` (with ``retry_after_s``) when admission control refuses it.
         """
         prompt_ids = self._checked_prompt(prompt_ids)
-        if not isinstance(params, SamplingParams):
-            raise InvalidRequestError(f"params must be SamplingParams, got {type(params).__name__}")
-        slo, tenant, timeout = SLOClass.parse(slo_class), _checked_tenant(tenant), _checked_timeout(timeout)
+        for value, kind in ((params, SamplingParams), (options, RequestOptions)):
+            if not isinstance(value, kind):
+                raise InvalidRequestError(f"expected {kind.__name__}, got {type(value).__name__}")
         budget = min(params.max_tokens, self.max_context - len(prompt_ids))
         with self._cond:
             if self._closing:
                 raise InvalidRequestError("this engine loop is closed (its model was unloaded); load the model again")
             now = time.monotonic()
-            request = Request(f"req-{next(self._ids)}", prompt_ids, budget, slo, tenant, now,
-                              None if timeout is None else now + timeout)
+            deadline = None if options.timeout is None else now + options.timeout
+            request = Request(f"req-{next(self._ids)}", prompt_ids, budget, options.slo_class, options.tenant, now,
+                              deadline)
             self.scheduler.add(request, now)  # may raise CapacityError: nothing is registered then
             live = self._register(request, params)
             self._cond.notify()
@@ -284,17 +282,3 @@ def available_memory_bytes(device: torch.device) -> int:
     except OSError:
         pass
     return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-
-
-def _checked_tenant(tenant: object) -> str:
-    if not isinstance(tenant, str) or not tenant:
-        raise InvalidRequestError(f"tenant must be a non-empty string, got {tenant!r}")
-    return tenant
-
-
-def _checked_timeout(timeout: object) -> float | None:
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-        raise InvalidRequestError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
-    return float(timeout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from mcp.engine.scheduler.policy import FairShare, FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.scheduler import SchedulerConfig
@@ -37,6 +38,9 @@ class LoopConfig:
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Read-only views, so that the frozen config cannot be changed through its mappings.
+        object.__setattr__(self, "slo_targets", MappingProxyType({**DEFAULT_TARGETS, **self.slo_targets}))
+        object.__setattr__(self, "tenant_weights", MappingProxyType(dict(self.tenant_weights)))
         if self.policy not in POLICIES:
             raise ConfigError(f"scheduler.policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         if self.block_size <= 0:

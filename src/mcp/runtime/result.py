@@ -9,6 +9,7 @@ from dataclasses import dataclass
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # prompt tokens the prefix cache supplied (not computed again)
 
     @property
     def total_tokens(self) -> int:
@@ -17,7 +18,7 @@ class Usage:
 
 @dataclass(frozen=True)
 class Timings:
-    """Seconds: time to first token, mean time per output token after it, and in all."""
+    """Seconds from submission: to the first token, mean per output token after it, in all."""
 
     ttft_s: float
     tpot_s: float
@@ -38,7 +39,7 @@ class InferResult:
 
     text: str
     token_ids: tuple[int, ...]
-    finish_reason: str  # "stop" | "length" | "cancelled"
+    finish_reason: str  # "stop" | "length" | "cancelled" | "deadline"
     usage: Usage
     timings: Timings
     backend: str
