@@ -7,11 +7,11 @@ The loop thread then repeats one step, top to bottom:
     drain new submissions (on_sequence_start) and cancellations -> scheduler.schedule(now)
     -> runner.execute(chunks) -> each sampling chunk's SequenceState.advance(logits row)
     -> scheduler.update(output, sampled, now, step_seconds) -> scheduler.finish for stops
-    -> each request's StepOutput onto its own queue (on_token_generated)
+    -> on_token_generated, then each request's StepOutput onto its own queue
 
 Requests join and leave between steps. Whatever ends a request (stop, length, cancel,
-deadline, error, close) frees its KV blocks in that step and sends its ``RequestOutcome``
-(on_generation_complete). A preempted request keeps its tokens and its SequenceState and
+deadline, error, close) frees its KV blocks in that step, fires on_generation_complete and
+then sends its ``RequestOutcome`` (so hooks have run by the time the caller sees an event). A preempted request keeps its tokens and its SequenceState and
 recomputes later. An exception in a step fails that step's requests with an ``EngineError``
 and the loop serves the others. All times are ``time.monotonic()``.
 """
@@ -102,20 +102,15 @@ class EngineLoop:
             return self._stats.snapshot(self.scheduler, self.kv)
 
     def close(self) -> None:
-        """Stop the thread; requests still running end with a ``RequestCancelled`` error."""
+        """Stop the thread; requests still running end with a ``RequestCancelled`` error.
+
+        Returns once the thread has ended them (at once when a hook on the loop thread calls it).
+        """
         with self._cond:
-            if self._closing:
-                return
             self._closing = True
             self._cond.notify_all()
         if threading.current_thread() is not self._thread:
             self._thread.join()
-        with self._cond:
-            self._start_submitted()
-            error = RequestCancelled("the model was unloaded while this request ran; load it again and retry")
-            for live in list(self._live.values()):
-                self._end(live, "cancelled", time.monotonic(), error=error)
-            self._closed = True
 
     @property
     def closed(self) -> bool:
@@ -143,16 +138,21 @@ class EngineLoop:
 
     # -- the loop thread ------------------------------------------------------------------
     def _run(self) -> None:
+        reason, error = "cancelled", RequestCancelled("the model was unloaded while this request ran; "
+                                                      "load it again and retry")
         try:
             while self._step():
                 pass
         except BaseException as exc:  # a bug in the loop itself: end every request, never leave one hanging
             logger.exception("the engine loop failed; every request it held is ended")
-            with self._cond:
-                self._closing = True
-                error = EngineError(f"the engine loop failed ({type(exc).__name__}: {exc}); load the model again")
-                for live in list(self._live.values()):
-                    self._end(live, "error", time.monotonic(), error=error)
+            reason, error = "error", EngineError(f"the engine loop failed ({type(exc).__name__}: {exc}); "
+                                                 "load the model again")
+        with self._cond:
+            self._closing = True
+            self._start_submitted()
+            for live in list(self._live.values()):
+                self._end(live, reason, time.monotonic(), error=error)
+            self._closed = True
 
     def _step(self) -> bool:
         """One engine step; False once the loop is closing."""
@@ -225,9 +225,9 @@ class EngineLoop:
         self.scheduler.update(output, {rid: step.token_id for rid, step in steps.items()}, now, step_seconds)
         for request_id, step in steps.items():
             live = self._live[request_id]
-            live.handle._push(step)
-            if self.hooks.has("on_token_generated"):
+            if self.hooks.has("on_token_generated"):  # hooks first: they have seen what the caller sees
                 self.hooks.emit("on_token_generated", live.token_event(step, now))
+            live.handle._push(step)
             if step.finish_reason is not None:
                 self._end(live, step.finish_reason, now)
 
@@ -246,10 +246,10 @@ class EngineLoop:
         del self._live[request.request_id]
         tail = live.sequence.release_held() if reason in ("cancelled", "deadline") and error is None else ""
         outcome = live.outcome(reason, now, tail, error)
-        live.handle._push(outcome)
         self._stats.record_end()
         if self.hooks.has("on_generation_complete"):
             self.hooks.emit("on_generation_complete", live.completed_event(outcome))
+        live.handle._push(outcome)
 
 
 def _never() -> bool:
