@@ -44,7 +44,8 @@ def prompts(engine) -> list[list[int]]:
 
 
 def make_loop(engine, **scheduler) -> EngineLoop:
-    extra = {k: scheduler.pop(k) for k in ("policy", "slo_targets", "enable_prefix_caching") if k in scheduler}
+    loop_keys = ("policy", "slo_targets", "enable_prefix_caching", "sink_tokens", "window_tokens")
+    extra = {k: scheduler.pop(k) for k in loop_keys if k in scheduler}
     return EngineLoop(engine, LoopConfig(scheduler=SchedulerConfig(**scheduler), kv_cache_bytes=KV_BYTES, **extra))
 
 
@@ -229,6 +230,26 @@ def test_shared_prefix_is_computed_once(engine, loop):
     assert b.outcome.num_cached_tokens == len(system) // 16 * 16 >= 32
     stats = loop.stats()
     assert stats.prefix_hit_tokens == b.outcome.num_cached_tokens and stats.num_cached_blocks >= 2
+
+
+def test_a_sliding_window_bounds_the_blocks_of_a_long_generation(engine, prompts):
+    loop = make_loop(engine, sink_tokens=16, window_tokens=32)
+    held: list[int] = []
+    loop.hooks.add("on_token_generated", lambda e: held.append(loop.kv.num_used_blocks))  # on the loop thread
+    try:
+        params = greedy(80)
+        prompt = prompts[2]
+        assert len(prompt) + 80 > 6 * 16  # without the window it would hold 6+ blocks at the end
+        handle = loop.submit(prompt, params)
+        got = tokens(handle)
+        assert handle.outcome.finish_reason == "length" and len(got) == 80
+        assert max(held) <= 1 + 3 + 1  # the sink block, the window's blocks, the block being filled
+        untrimmed = 16 + 32 - len(prompt)  # tokens generated before anything is dropped
+        assert got[:untrimmed] == alone(engine, prompt, params)[:untrimmed]
+        assert all_blocks_free(loop)
+        loop.kv.check_invariants()
+    finally:
+        loop.close()
 
 
 def test_hooks_fire_in_order_and_a_raising_hook_changes_nothing(engine, loop, prompts, caplog):

@@ -125,6 +125,8 @@ scheduler:
   block_size: 32
   kv_cache_bytes: 1000000000
   enable_prefix_caching: false
+  sink_tokens: 4
+  window_tokens: 512
   aging_s: 4
   slo_targets:
     critical: {ttft_s: 0.5, tpot_s: 0.05}
@@ -134,6 +136,7 @@ scheduler:
     loop = config.scheduler
     assert (loop.policy, loop.block_size, loop.kv_cache_bytes, loop.enable_prefix_caching, loop.aging_s) == (
         "fcfs", 32, 1_000_000_000, False, 4.0)
+    assert (loop.sink_tokens, loop.window_tokens) == (4, 512)
     assert (loop.scheduler.max_num_seqs, loop.scheduler.max_num_batched_tokens, loop.scheduler.max_waiting) == (
         8, 128, 16)
     assert loop.slo_targets[SLOClass.CRITICAL] == SLOTarget(0.5, 0.05)
@@ -173,6 +176,8 @@ def test_auto_kv_budget_is_full_contexts_capped_by_free_memory():
         ("scheduler:\n  kv_cache_memory_fraction: 1.5\n", "scheduler.kv_cache_memory_fraction"),
         ("scheduler:\n  enable_prefix_caching: 'yes'\n", "scheduler.enable_prefix_caching"),
         ("scheduler:\n  aging_s: 0\n", "scheduler.aging_s"),
+        ("scheduler:\n  sink_tokens: -1\n", "scheduler.sink_tokens"),
+        ("scheduler:\n  window_tokens: 8\n", "scheduler.window_tokens: must be at least block_size (16)"),
         ("scheduler:\n  slo_targets: {urgent: {ttft_s: 1}}\n", "scheduler.slo_targets.urgent"),
         ("scheduler:\n  slo_targets: {high: {ttft: 1}}\n", "scheduler.slo_targets.high.ttft: unknown key"),
         ("scheduler:\n  slo_targets: {high: {ttft_s: -1}}\n", "scheduler.slo_targets.high.ttft_s"),

@@ -54,7 +54,8 @@ class EngineLoop:
         self.engine, self.config, self.hooks = engine, config, hooks or HookRegistry()
         self.max_context = engine.max_context
         self.storage = _storage(engine, config)
-        self.kv = KVCacheManager(self.storage.num_blocks, config.block_size, config.enable_prefix_caching)
+        self.kv = KVCacheManager(self.storage.num_blocks, config.block_size, config.enable_prefix_caching,
+                                 config.sink_tokens, config.window_tokens)
         self.scheduler = Scheduler(self.kv, config.make_policy(), config.scheduler)
         self.runner = ModelRunner(engine.model, self.storage)
         self._cond = threading.Condition()  # guards the scheduler, the KV manager and _live

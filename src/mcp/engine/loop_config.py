@@ -33,6 +33,8 @@ class LoopConfig:
     kv_cache_bytes: int | None = None  # None: auto (see kv_cache_budget)
     kv_cache_memory_fraction: float = DEFAULT_KV_MEMORY_FRACTION
     enable_prefix_caching: bool = True
+    sink_tokens: int = 0  # with a window: the first tokens every later token still attends to
+    window_tokens: int | None = None  # None: off; else each sequence keeps its sinks and its last window_tokens
     aging_s: float = 10.0  # a waiting request is promoted one class per aging_s seconds
     slo_targets: Mapping[SLOClass, SLOTarget] = field(default_factory=lambda: dict(DEFAULT_TARGETS))
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
@@ -50,6 +52,11 @@ class LoopConfig:
         if not 0 < self.kv_cache_memory_fraction <= 1:
             raise ConfigError("scheduler.kv_cache_memory_fraction must be in (0, 1], "
                               f"got {self.kv_cache_memory_fraction}")
+        if self.sink_tokens < 0:
+            raise ConfigError(f"scheduler.sink_tokens must be >= 0, got {self.sink_tokens}")
+        if self.window_tokens is not None and self.window_tokens < self.block_size:
+            raise ConfigError(f"scheduler.window_tokens must be at least block_size ({self.block_size}) "
+                              f"or null (off), got {self.window_tokens}")
         if self.aging_s <= 0:
             raise ConfigError(f"scheduler.aging_s must be positive, got {self.aging_s}")
         for tenant, weight in self.tenant_weights.items():

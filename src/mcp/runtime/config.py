@@ -67,6 +67,8 @@ class SchedulerSection(_Strict):
     kv_cache_bytes: int | Literal["auto"] = "auto"
     kv_cache_memory_fraction: float = pydantic.Field(DEFAULT_KV_MEMORY_FRACTION, gt=0, le=1)
     enable_prefix_caching: bool = True
+    sink_tokens: int = pydantic.Field(0, ge=0)
+    window_tokens: int | None = None
     aging_s: float = pydantic.Field(10.0, gt=0)
     slo_targets: dict[SLOClassName, SLOTargetSection] = {}
     tenant_weights: dict[str, float] = {}
@@ -188,6 +190,9 @@ def _loop_config(section: SchedulerSection, source: str) -> LoopConfig:
     for name, override in section.slo_targets.items():
         slo, default = SLOClass[name.upper()], DEFAULT_TARGETS[SLOClass[name.upper()]]
         targets[slo] = SLOTarget(override.ttft_s or default.ttft_s, override.tpot_s or default.tpot_s)
+    if section.window_tokens is not None and section.window_tokens < section.block_size:
+        raise ConfigError(f"{source}: scheduler.window_tokens: must be at least block_size ({section.block_size}) "
+                          f"or null (got {section.window_tokens})")
     return LoopConfig(
         policy=section.policy,
         scheduler=SchedulerConfig(section.max_num_seqs, section.max_num_batched_tokens, section.max_waiting),
@@ -195,6 +200,8 @@ def _loop_config(section: SchedulerSection, source: str) -> LoopConfig:
         kv_cache_bytes=None if section.kv_cache_bytes == "auto" else section.kv_cache_bytes,
         kv_cache_memory_fraction=section.kv_cache_memory_fraction,
         enable_prefix_caching=section.enable_prefix_caching,
+        sink_tokens=section.sink_tokens,
+        window_tokens=section.window_tokens,
         aging_s=section.aging_s,
         slo_targets=targets,
         tenant_weights=dict(section.tenant_weights),
