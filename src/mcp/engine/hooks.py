@@ -8,8 +8,10 @@ Three hook points, each with its own frozen event:
 - ``on_generation_complete`` (``GenerationCompleted``): exactly once, whatever ended it
   (``finish_reason`` stop, length, cancelled, deadline or error).
 
-Callbacks run on the loop thread, between steps: a slow one slows every request. One that
-raises is logged (logger ``mcp.engine.hooks``) and skipped; the loop and the request go on.
+Callbacks run on the loop thread, between steps, before the submitter receives the same token
+or ending: a slow one slows every request, and one must never wait for a result of the same
+model (the thread that would produce it is the one running the callback). One that raises is
+logged (logger ``mcp.engine.hooks``) and skipped; the loop and the request go on.
 """
 
 from __future__ import annotations
