@@ -139,6 +139,13 @@ def test_admission_refusal_reaches_the_caller_at_once(smollm2_mcp):
         assert info.value.retry_after_s > 0 and "retry later" in str(info.value)
         assert "".join(queued) and queued.result.finish_reason in ("stop", "length")
         running.close()
+        endings = []
+        model.add_hook("on_generation_complete", lambda event: endings.append(event.finish_reason))
+        with pytest.raises(CapacityError):  # a batch is refused as a whole: what was queued is taken back
+            model.infer_batch(PROMPTS, slo_class="low", **GREEDY)
+        assert 1 <= len(endings) < len(PROMPTS) and set(endings) <= {"cancelled", "stop", "length"}
+        stats = model.loop.stats()
+        assert stats.num_running == stats.num_waiting == 0 and stats.num_free_blocks == stats.num_blocks
 
 
 def test_unload_while_a_stream_runs_fails_it_cleanly(smollm2_mcp):

@@ -36,7 +36,7 @@ from mcp.engine.sampler import SamplingParams
 from mcp.engine.sequence import StepOutput, check_prompt
 from mcp.modelfile.spec import ModelHeader
 from mcp.runtime.config import GenerationDefaults
-from mcp.runtime.errors import InvalidRequestError
+from mcp.runtime.errors import InvalidRequestError, MCPError
 from mcp.runtime.result import InferResult, Timings, TokenLogprob, Usage
 from mcp.runtime.stream import TextStream
 
@@ -205,9 +205,12 @@ class Model:
         try:
             for prompt_ids in prompts_ids:
                 handles.append(loop.submit(prompt_ids, params, request))
-        except BaseException:  # refused (CapacityError) part-way: take back what was queued
+        except BaseException as error:  # refused (CapacityError) part-way: take back what was queued
             for handle in handles:
                 handle.cancel()
+            if isinstance(error, MCPError):  # and wait until it has left the engine (at its next step)
+                for handle in handles:
+                    _wait_quietly(handle)
             raise
         return [self._wait(handle, params) for handle in handles]
 
@@ -252,6 +255,13 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(name={self.name!r}, path={str(self.path)!r}, precision={self.precision!r})"
+
+
+def _wait_quietly(handle: RequestHandle) -> None:
+    try:
+        handle.wait()
+    except MCPError:
+        pass  # it was ended on purpose; how does not matter here
 
 
 def _timings(timings: RequestTimings, num_tokens: int) -> Timings:
