@@ -20,8 +20,9 @@ from mcp.modelfile.reader import open_model
 NUM_REQUESTS = 5000
 WARM_UP = 500
 WINDOW = 128  # requests in flight at once
-# Resident growth allowed after warm-up. Warm-up touches every KV block (the free list is
-# FIFO, so 500 requests cycle through all 96) and the largest gather buffers, so what may
+# Resident growth allowed after warm-up. Warm-up touches every KV block (64 sequences of up to
+# 2 blocks contend for 96, so all are used and preemptions happen) and the largest gather
+# buffers, so what may
 # still move is allocator noise: +0.1 and +5.9 MiB measured in two runs on the shared 2-core
 # machine. A leak of what one request holds (its Request, a SequenceState with its
 # torch.Generator's ~5 KiB of state, its handle and outputs) over the 4,500 later requests
