@@ -162,3 +162,15 @@ def test_unload_while_a_stream_runs_fails_it_cleanly(smollm2_mcp):
             model.stream("Hi")
         with pytest.raises(InvalidRequestError, match="unloaded"):
             model.loop
+
+
+def test_a_model_dropped_without_unload_stops_its_loop(smollm2_mcp):
+    import gc
+
+    session = Session(_config(smollm2_mcp))
+    model = session.load_model("smollm2-135m-instruct.mcp")
+    loop = model.loop
+    assert model.infer("Hi", **GREEDY).usage.completion_tokens > 0
+    del session, model
+    gc.collect()
+    assert loop.closed  # set by the loop thread as it ends

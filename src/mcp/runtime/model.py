@@ -253,6 +253,13 @@ class Model:
         if loop is not None:
             loop.close()
 
+    def __del__(self) -> None:
+        # A model dropped without unload (a Session never closed) must not keep its loop thread,
+        # weights and KV cache alive: the thread holds the loop, not the model.
+        loop = getattr(self, "_loop", None)
+        if loop is not None:
+            loop.close()
+
     def __repr__(self) -> str:
         return f"Model(name={self.name!r}, path={str(self.path)!r}, precision={self.precision!r})"
 
