@@ -13,14 +13,13 @@ import time
 
 import pytest
 
-from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
-from mcp.modelfile.reader import open_model
 from mcp.runtime.errors import CapacityError, ContextLengthError, InvalidRequestError, RequestCancelled
 
 TEXTS = [
@@ -33,9 +32,8 @@ KV_BYTES = 256 * 16 * 46080  # 256 blocks of 16 tokens, SmolLM2 in fp32 (45 KiB 
 
 
 @pytest.fixture(scope="module")
-def engine(smollm2_mcp) -> NativeEngine:
-    with open_model(smollm2_mcp) as model_file:
-        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+def engine(fp32_engine) -> NativeEngine:
+    return fp32_engine
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,12 @@ import time
 
 import pytest
 
-from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestOptions
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
-from mcp.modelfile.reader import open_model
 
 NUM_REQUESTS = 5000
 WARM_UP = 500
@@ -39,9 +38,8 @@ def rss_mib() -> float:
 
 
 @pytest.mark.slow
-def test_soak_with_random_cancellations_returns_every_block(smollm2_mcp):
-    with open_model(smollm2_mcp) as model_file:
-        engine = NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+def test_soak_with_random_cancellations_returns_every_block(fp32_engine):
+    engine = fp32_engine
     config = LoopConfig(scheduler=SchedulerConfig(max_num_seqs=64, max_num_batched_tokens=256, max_waiting=256),
                         block_size=4, kv_cache_bytes=96 * 4 * 46080)  # 96 blocks of 4 tokens: they run out
     loop = EngineLoop(engine, config)

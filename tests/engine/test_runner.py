@@ -10,11 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.engine import NativeEngine
 from mcp.engine.layers.attention import paged_attention_inputs
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.engine.sampler import SamplingParams
-from mcp.modelfile.reader import open_model
 from mcp.runtime.errors import ConfigError
 
 BLOCK = 16
@@ -28,9 +27,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def engine(smollm2_mcp) -> NativeEngine:
-    with open_model(smollm2_mcp) as model_file:
-        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+def engine(fp32_engine) -> NativeEngine:
+    return fp32_engine
 
 
 @pytest.fixture(scope="module")

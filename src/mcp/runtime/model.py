@@ -22,7 +22,7 @@ weights; bf16/int4 GEMMs may round by batch shape, so a near-tie can go the othe
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
