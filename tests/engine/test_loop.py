@@ -217,6 +217,21 @@ def test_deadline_ends_a_request_with_finish_reason_deadline(engine, loop, promp
     assert all_blocks_free(loop)
 
 
+def test_a_deadline_also_ends_a_request_still_waiting(engine, prompts):
+    loop = make_loop(engine, max_num_seqs=1)
+    try:
+        running = loop.submit(prompts[2], greedy(60))
+        next(running)
+        waiting = loop.submit(prompts[1], greedy(10), RequestOptions(timeout=0.2))
+        outcome = waiting.wait()
+        assert outcome.finish_reason == "deadline" and waiting.outputs == []
+        assert outcome.timings.first_token_s is None and outcome.timings.total_s >= 0.2
+        assert running.wait().finish_reason == "length"
+        assert all_blocks_free(loop)
+    finally:
+        loop.close()
+
+
 def test_shared_prefix_is_computed_once(engine, loop):
     system = engine.tokenizer.encode("You are a careful assistant. " * 8)  # several full blocks
     first, second = system + engine.tokenizer.encode(" Hi!"), system + engine.tokenizer.encode(" Bye.")
