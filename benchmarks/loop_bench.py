@@ -1,10 +1,11 @@
-"""Decode speed of the engine loop (paged KV, continuous batching) against the contiguous-cache
-``Generator`` on the same engine, at batch 1 and batch 8. Prints tokens per second.
+"""The engine loop measured: decode speed against the contiguous-cache ``Generator`` on the same
+engine (batch 1 and 8, tokens per second), and the time to first token of a request whose
+200-token system prompt is already in the prefix cache, against the same request without caching.
 
-    python benchmarks/loop_decode.py MODEL.mcp [--precision auto] [--tokens 64] [--runs 3]
+    python benchmarks/loop_bench.py MODEL.mcp [--precision auto] [--tokens 64] [--runs 3]
 
-Each figure is the best of ``--runs`` runs, alternating the two paths so that a noisy machine
-penalizes both alike; the prompts are short, so decode dominates.
+Each figure is the best of ``--runs`` runs, alternating the compared paths so that a noisy
+machine penalizes both alike; the decode prompts are short, so decode dominates.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import time
 
 from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.handle import RequestHandle
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
@@ -33,6 +35,31 @@ def loop_tps(loop: EngineLoop, prompts: list[list[int]], params: SamplingParams)
     handles = [loop.submit(ids, params) for ids in prompts]
     num_tokens = sum(handle.wait().num_output_tokens for handle in handles)
     return num_tokens / (time.perf_counter() - started)
+
+
+def ttft_s(handle: RequestHandle) -> float:
+    outcome = handle.wait()
+    return outcome.timings.ttft_s
+
+
+def prefix_ttft(engine: NativeEngine, runs: int) -> tuple[float, float, int]:
+    """Best TTFT (s) with and without prefix caching of a shared ~200-token system prompt."""
+    system = ("You are the support assistant of a hardware shop. Answer in two sentences, name the "
+              "product you mean, never invent prices, and say when you do not know. ") * 5 + "Be polite."
+    template = engine.tokenizer.apply_chat_template
+    prompts = [engine.tokenizer.encode(template([{"role": "system", "content": system},
+                                                 {"role": "user", "content": f"Question {i}: is item {i} in stock?"}]),
+                                       add_special_tokens=False) for i in range(runs + 1)]
+    params = SamplingParams(max_tokens=1, temperature=0.0)
+    best = {}
+    for caching in (True, False):
+        loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=64 * 1024 * 1024, enable_prefix_caching=caching))
+        try:
+            loop.submit(prompts[0], params).wait()  # fills the cache (when on) and warms up
+            best[caching] = min(ttft_s(loop.submit(ids, params)) for ids in prompts[1:])
+        finally:
+            loop.close()
+    return best[True], best[False], len(prompts[0])
 
 
 def main() -> None:
@@ -60,6 +87,9 @@ def main() -> None:
                   f"({best['loop'] / best['generator']:.2f}x)")
     finally:
         loop.close()
+    cached, uncached, num_tokens = prefix_ttft(engine, args.runs)
+    print(f"TTFT, {num_tokens}-token prompt sharing its system prompt: prefix cache {cached * 1000:.0f} ms, "
+          f"none {uncached * 1000:.0f} ms ({cached / uncached:.2f}x)")
 
 
 if __name__ == "__main__":
