@@ -212,7 +212,12 @@ class Model:
                 for handle in handles:
                     _wait_quietly(handle)
             raise
-        return [self._wait(handle, params) for handle in handles]
+        try:
+            return [self._wait(handle, params) for handle in handles]
+        except BaseException:  # one failed (or the caller went away): the rest of the batch stops too
+            for handle in handles:
+                handle.cancel()
+            raise
 
     def _wait(self, handle: RequestHandle, params: SamplingParams) -> InferResult:
         try:
