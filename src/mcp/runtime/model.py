@@ -29,12 +29,13 @@ from typing import Any
 
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
-from mcp.engine.hooks import HookHandle, HookRegistry, RequestTimings
+from mcp.engine.hooks import HookHandle, HookRegistry
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.sequence import StepOutput, check_prompt
 from mcp.modelfile.spec import ModelHeader
+from mcp.runtime.arguments import check_list, check_options, check_text
 from mcp.runtime.config import GenerationDefaults
 from mcp.runtime.errors import InvalidRequestError, MCPError
 from mcp.runtime.result import InferResult, Timings, TokenLogprob, Usage
@@ -100,18 +101,18 @@ class Model:
         return self._hooks.add(name, callback)
 
     def tokenize(self, text: str) -> list[int]:
-        return self._engine.tokenizer.encode(_check_text(text, "text"))
+        return self._engine.tokenizer.encode(check_text(text, "text"))
 
     def infer(self, prompt: str, **options: Any) -> InferResult:
         """Generate a completion for ``prompt``; see the module docstring for options."""
         encode, params, request = self._prompt_request(options)
-        handle = self._submit(encode(_check_text(prompt, "prompt")), params, request)
+        handle = self._submit(encode(check_text(prompt, "prompt")), params, request)
         return self._wait(handle, params)
 
     def stream(self, prompt: str, **options: Any) -> TextStream:
         """Like ``infer``, as a ``TextStream`` of text deltas (with cancel/close/result)."""
         encode, params, request = self._prompt_request(options)
-        handle = self._submit(encode(_check_text(prompt, "prompt")), params, request)
+        handle = self._submit(encode(check_text(prompt, "prompt")), params, request)
         return TextStream(handle, lambda done: self._result(done, params))
 
     def chat(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> InferResult:
@@ -132,15 +133,15 @@ class Model:
         before anything is queued.
         """
         encode, params, request = self._prompt_request(options)
-        texts = _check_list(prompts, "prompts")
-        prompts_ids = [encode(_check_text(text, f"prompts[{i}]")) for i, text in enumerate(texts)]
+        texts = check_list(prompts, "prompts")
+        prompts_ids = [encode(check_text(text, f"prompts[{i}]")) for i, text in enumerate(texts)]
         return self._run_batch(prompts_ids, params, request, "prompts")
 
     def chat_batch(self, conversations: Sequence[Sequence[Mapping[str, Any]]], **options: Any) -> list[InferResult]:
         """Answer several conversations together; options as ``chat``, the same for all."""
         params, request = self._chat_request(options)
         prompts_ids = []
-        for index, messages in enumerate(_check_list(conversations, "conversations")):
+        for index, messages in enumerate(check_list(conversations, "conversations")):
             try:
                 prompts_ids.append(self._chat_ids(messages))
             except InvalidRequestError as error:
@@ -152,7 +153,7 @@ class Model:
         self, options: dict[str, Any]
     ) -> tuple[Callable[[str], list[int]], SamplingParams, RequestOptions]:
         """Check infer-style options once: how a prompt becomes ids, sampling and scheduling."""
-        _check_options(options, SAMPLING_OPTIONS | PROMPT_OPTIONS | REQUEST_OPTIONS)
+        check_options(options, SAMPLING_OPTIONS | PROMPT_OPTIONS | REQUEST_OPTIONS)
         options = dict(options)
         raw = options.pop("raw", False)
         system = options.pop("system", None)
@@ -161,11 +162,11 @@ class Model:
             if system is not None:
                 raise InvalidRequestError("system needs the chat template; it cannot be used with raw=True")
             return self._engine.tokenizer.encode, params, request
-        messages = [{"role": "system", "content": _check_text(system, "system")}] if system is not None else []
+        messages = [{"role": "system", "content": check_text(system, "system")}] if system is not None else []
         return (lambda prompt: self._chat_ids([*messages, {"role": "user", "content": prompt}])), params, request
 
     def _chat_request(self, options: dict[str, Any]) -> tuple[SamplingParams, RequestOptions]:
-        _check_options(options, CHAT_OPTIONS)
+        check_options(options, CHAT_OPTIONS)
         sampling = {key: value for key, value in options.items() if key in SAMPLING_OPTIONS}
         scheduling = {key: value for key, value in options.items() if key in REQUEST_OPTIONS and value is not None}
         return self._sampling(sampling), RequestOptions(**scheduling)
@@ -235,7 +236,7 @@ class Model:
             token_ids=tuple(step.token_id for step in steps),
             finish_reason=outcome.finish_reason,
             usage=Usage(outcome.num_prompt_tokens, len(steps), outcome.num_cached_tokens),
-            timings=_timings(outcome.timings, len(steps)),
+            timings=Timings.from_request(outcome.timings, len(steps)),
             backend=self.backend,
             precision=self.precision,
             model=self.name,
@@ -276,14 +277,6 @@ def _wait_quietly(handle: RequestHandle) -> None:
         pass  # it was ended on purpose; how does not matter here
 
 
-def _timings(timings: RequestTimings, num_tokens: int) -> Timings:
-    """Seconds from submission: to the first token, per later token, in all."""
-    total = timings.total_s or 0.0
-    ttft = timings.ttft_s if timings.ttft_s is not None else total
-    tpot = (total - ttft) / max(num_tokens - 1, 1) if num_tokens > 1 else 0.0
-    return Timings(ttft, tpot, total)
-
-
 class _UnloadedEngine:
     """What a Model keeps after unload: its description, not its weights."""
 
@@ -295,25 +288,3 @@ class _UnloadedEngine:
         self.precision = engine.precision
         self.max_context = engine.max_context
         self.tokenizer = engine.tokenizer
-
-
-def _check_text(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__}")
-    return value
-
-
-def _check_list(values: Any, name: str) -> list[Any]:
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
-        raise InvalidRequestError(f"{name} must be a list, got {type(values).__name__}")
-    if not values:
-        raise InvalidRequestError(f"{name} is empty: give at least one")
-    return list(values)
-
-
-def _check_options(options: dict[str, Any], allowed: frozenset[str]) -> None:
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise InvalidRequestError(
-            f"unknown argument(s) {', '.join(unknown)}; valid: {', '.join(sorted(allowed))}"
-        )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcp.engine.hooks import RequestTimings
+
 
 @dataclass(frozen=True)
 class Usage:
@@ -23,6 +25,14 @@ class Timings:
     ttft_s: float
     tpot_s: float
     total_s: float
+
+    @classmethod
+    def from_request(cls, timings: RequestTimings, num_tokens: int) -> Timings:
+        """From the engine's clock readings of a request that generated ``num_tokens``."""
+        total = timings.total_s or 0.0
+        ttft = timings.ttft_s if timings.ttft_s is not None else total  # ended before a first token
+        tpot = (total - ttft) / (num_tokens - 1) if num_tokens > 1 else 0.0
+        return cls(ttft, tpot, total)
 
 
 @dataclass(frozen=True)
