@@ -11,12 +11,28 @@ BLOCK = 4
 
 
 def _storage(num_blocks: int = 6) -> PagedKVStorage:
-    return PagedKVStorage(num_layers=2, num_blocks=num_blocks, block_size=BLOCK, num_kv_heads=2, head_dim=3,
-                          dtype=torch.float32, device="cpu")
+    storage = PagedKVStorage(num_layers=2, num_blocks=num_blocks, block_size=BLOCK, num_kv_heads=2, head_dim=3,
+                             dtype=torch.float32, device="cpu")
+    storage.zero_until(num_blocks)
+    return storage
 
 
 def _slots(table: list[int], positions: range) -> torch.Tensor:
     return torch.tensor([table[p // BLOCK] * BLOCK + p % BLOCK for p in positions])
+
+
+def test_blocks_are_zeroed_up_to_the_block_asked_for_and_only_once():
+    storage = PagedKVStorage(num_layers=2, num_blocks=6, block_size=BLOCK, num_kv_heads=2, head_dim=3,
+                             dtype=torch.float32, device="cpu")
+    assert storage.num_zeroed_blocks == 0
+    storage.zero_until(2)
+    assert storage.num_zeroed_blocks == 2 and not storage[1].keys[:2].any() and not storage[0].values[:2].any()
+    storage[0].write(torch.ones(1, 2, 3), torch.ones(1, 2, 3), torch.tensor([0]))
+    storage.zero_until(4)  # blocks 2 and 3 zeroed; block 0's token is kept
+    assert storage.num_zeroed_blocks == 4 and not storage[0].keys[2:4].any()
+    assert storage[0].keys[0, 0].eq(1).all()
+    storage.zero_until(99)  # capped at the storage's size
+    assert storage.num_zeroed_blocks == 6
 
 
 def test_storage_starts_zeroed_and_counts_its_bytes():

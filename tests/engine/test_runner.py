@@ -10,11 +10,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.engine import NativeEngine
 from mcp.engine.layers.attention import paged_attention_inputs
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.engine.sampler import SamplingParams
-from mcp.modelfile.reader import open_model
 from mcp.runtime.errors import ConfigError
 
 BLOCK = 16
@@ -28,9 +27,8 @@ TEXTS = [
 
 
 @pytest.fixture(scope="module")
-def engine(smollm2_mcp) -> NativeEngine:
-    with open_model(smollm2_mcp) as model_file:
-        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+def engine(fp32_engine) -> NativeEngine:
+    return fp32_engine
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +151,24 @@ def test_bad_chunks_and_storage_are_rejected(engine, runner, prompts):
     wrong.dtype = torch.bfloat16
     with pytest.raises(ValueError, match="allocate_storage"):
         ModelRunner(engine.model, wrong)
+
+
+def test_dropped_blocks_are_hidden_from_attention(engine, runner, prompts):
+    """A table with a block the sliding window dropped: what that block holds no longer matters,
+    and the result differs from attending to everything."""
+    prompt = prompts[0]
+    assert len(prompt) > 2 * BLOCK
+    table = [7, 2, 5]
+    runner.execute([StepChunk(prompt, 0, table, samples=False)])
+    nxt = prompt[-1]
+    full = runner.execute([StepChunk([nxt], len(prompt), table, True)])[0]
+    windowed = [7, -1, 5]  # the middle block dropped: positions 16..31 hidden
+    first = runner.execute([StepChunk([nxt], len(prompt), windowed, True)])[0]
+    for layer in runner.storage.layers:  # garbage where the dropped block was
+        layer.keys[2].normal_()
+        layer.values[2].fill_(1e4)
+    second = runner.execute([StepChunk([nxt], len(prompt), windowed, True)])[0]
+    assert torch.equal(first, second)
+    assert not torch.allclose(first, full, atol=1e-3)
+    with pytest.raises(ValueError, match="dropped"):  # a new token may not go to a dropped block
+        runner.execute([StepChunk([nxt], 20, windowed, True)])

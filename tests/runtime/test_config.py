@@ -111,3 +111,80 @@ runtime:
     assert config.precision_overrides == (("lm_head.weight", "fp32"), ("*.mlp.*", "bf16"))
     with pytest.raises(ConfigError, match="runtime.precision_overrides.x"):
         load_config(write(tmp_path, "runtime:\n  precision_overrides: {x: fp8}\n"))
+
+
+def test_scheduler_section_becomes_the_loop_config(tmp_path):
+    from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
+
+    config = load_config(write(tmp_path, """
+scheduler:
+  policy: fcfs
+  max_num_seqs: 8
+  max_num_batched_tokens: 128
+  max_waiting: 16
+  block_size: 32
+  kv_cache_bytes: 1000000000
+  enable_prefix_caching: false
+  sink_tokens: 4
+  window_tokens: 512
+  aging_s: 4
+  slo_targets:
+    critical: {ttft_s: 0.5, tpot_s: 0.05}
+    low: {ttft_s: 60}
+  tenant_weights: {acme: 2, free-tier: 0.5}
+"""))
+    loop = config.scheduler
+    assert (loop.policy, loop.block_size, loop.kv_cache_bytes, loop.enable_prefix_caching, loop.aging_s) == (
+        "fcfs", 32, 1_000_000_000, False, 4.0)
+    assert (loop.sink_tokens, loop.window_tokens) == (4, 512)
+    assert (loop.scheduler.max_num_seqs, loop.scheduler.max_num_batched_tokens, loop.scheduler.max_waiting) == (
+        8, 128, 16)
+    assert loop.slo_targets[SLOClass.CRITICAL] == SLOTarget(0.5, 0.05)
+    assert loop.slo_targets[SLOClass.LOW] == SLOTarget(60.0, DEFAULT_TARGETS[SLOClass.LOW].tpot_s)
+    assert loop.slo_targets[SLOClass.HIGH] == DEFAULT_TARGETS[SLOClass.HIGH]
+    assert dict(loop.tenant_weights) == {"acme": 2.0, "free-tier": 0.5}
+    assert loop.make_policy().name == "fcfs"
+
+
+def test_scheduler_defaults():
+    loop = RuntimeConfig().scheduler
+    assert (loop.policy, loop.block_size, loop.kv_cache_bytes, loop.kv_cache_memory_fraction) == ("slo", 16, None, 0.1)
+    assert loop.enable_prefix_caching and loop.scheduler.max_num_seqs == 32
+    assert loop.make_policy().name == "slo"
+
+
+def test_auto_kv_budget_is_full_contexts_capped_by_free_memory():
+    from mcp.engine.loop_config import LoopConfig, kv_cache_budget
+
+    per_token = 46080  # SmolLM2 in fp32
+    auto = LoopConfig()
+    assert kv_cache_budget(auto, per_token, 8192, available_bytes=10**12) == 32 * 8192 * per_token
+    assert kv_cache_budget(auto, per_token, 8192, available_bytes=10**10) == 10**9  # a tenth of what is free
+    assert kv_cache_budget(auto, per_token, 8192, available_bytes=0) == 16 * per_token  # one block at least
+    assert kv_cache_budget(LoopConfig(kv_cache_bytes=12345), per_token, 8192, 10**12) == 12345
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("scheduler:\n  policy: lifo\n", "scheduler.policy"),
+        ("scheduler:\n  max_num_seqs: 0\n", "scheduler.max_num_seqs"),
+        ("scheduler:\n  max_num_seq: 4\n", "scheduler.max_num_seq: unknown key"),
+        ("scheduler:\n  block_size: many\n", "scheduler.block_size"),
+        ("scheduler:\n  kv_cache_bytes: -5\n", "scheduler.kv_cache_bytes: must be a positive integer or auto"),
+        ("scheduler:\n  kv_cache_bytes: lots\n", "scheduler.kv_cache_bytes"),
+        ("scheduler:\n  kv_cache_memory_fraction: 1.5\n", "scheduler.kv_cache_memory_fraction"),
+        ("scheduler:\n  enable_prefix_caching: 'yes'\n", "scheduler.enable_prefix_caching"),
+        ("scheduler:\n  aging_s: 0\n", "scheduler.aging_s"),
+        ("scheduler:\n  sink_tokens: -1\n", "scheduler.sink_tokens"),
+        ("scheduler:\n  window_tokens: 8\n", "scheduler.window_tokens: must be at least block_size (16)"),
+        ("scheduler:\n  slo_targets: {urgent: {ttft_s: 1}}\n", "scheduler.slo_targets.urgent"),
+        ("scheduler:\n  slo_targets: {high: {ttft: 1}}\n", "scheduler.slo_targets.high.ttft: unknown key"),
+        ("scheduler:\n  slo_targets: {high: {ttft_s: -1}}\n", "scheduler.slo_targets.high.ttft_s"),
+        ("scheduler:\n  tenant_weights: {acme: 0}\n", "scheduler.tenant_weights.acme: must be positive"),
+    ],
+)
+def test_bad_scheduler_config_names_the_key(tmp_path, text, message):
+    with pytest.raises(ConfigError) as info:
+        load_config(write(tmp_path, text))
+    assert message in str(info.value)

@@ -17,9 +17,9 @@ from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import attention_inputs, static_attention_inputs
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.sampler import SamplingParams
-from mcp.engine.sequence import CancelCheck, SequenceState, StepOutput
+from mcp.engine.sequence import CancelCheck, SequenceState, StepOutput, check_prompt
 from mcp.engine.tokenizer import Tokenizer
-from mcp.runtime.errors import ContextLengthError, InvalidRequestError
+from mcp.runtime.errors import InvalidRequestError
 
 # Prompts padded into one prefill forward may differ by this many tokens: a forward over
 # a few rows costs about as much as reading the weights once, so some padding is cheaper
@@ -41,13 +41,7 @@ class Generator:
         self.decode_step = DecodeStep(model, compile_step)
 
     def check_prompt(self, prompt_ids: Sequence[int]) -> None:
-        if not prompt_ids:
-            raise InvalidRequestError("the prompt is empty: give at least one token of text")
-        if len(prompt_ids) >= self.max_context:
-            raise ContextLengthError(
-                f"the prompt has {len(prompt_ids)} tokens but the context holds {self.max_context} "
-                "(prompt plus at least one generated token); shorten the prompt"
-            )
+        check_prompt(prompt_ids, self.max_context)
 
     def check_batch(self, prompts_ids: Sequence[Sequence[int]], name: str = "prompts") -> None:
         """Check every prompt of a batch; the error names the first bad one as ``name[index]``."""

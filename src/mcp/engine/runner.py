@@ -11,12 +11,13 @@ sequence owns, and when a chunk samples, is the scheduler's and block manager's 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
+from mcp.engine.kv.manager import DROPPED_BLOCK
 from mcp.engine.kv.paged import PagedKVStorage
-from mcp.engine.layers.attention import paged_attention_inputs
+from mcp.engine.layers.attention import PagedAttentionInputs, paged_attention_inputs
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.runtime.errors import ConfigError
 
@@ -27,8 +28,9 @@ class StepChunk:
 
     ``block_table`` lists the sequence's physical blocks (block b holds positions
     b*block_size..) and covers at least start+len positions; positions before ``start``
-    are already in the cache. ``samples``: the chunk ends at the sequence's last known
-    token, so the step returns logits for it.
+    are already in the cache. An entry ``DROPPED_BLOCK`` (-1) is a block the sliding-window
+    policy freed: its positions are hidden from attention. ``samples``: the chunk ends at
+    the sequence's last known token, so the step returns logits for it.
     """
 
     token_ids: Sequence[int]
@@ -38,7 +40,7 @@ class StepChunk:
 
 
 def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int) -> PagedKVStorage:
-    """As many zeroed KV blocks for ``model`` as fit in ``num_bytes``."""
+    """As many KV blocks for ``model`` as fit in ``num_bytes`` (zeroed as steps first use them)."""
     arch = model.arch
     shape = (arch.num_layers, block_size, arch.num_kv_heads, arch.head_dim)
     num_blocks = PagedKVStorage.blocks_within(num_bytes, *shape, model.dtype)
@@ -68,11 +70,15 @@ class ModelRunner:
     def execute(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
         """Run one step; fp32 logits [number of sampling chunks, vocab], in the chunks' order."""
         self._check(chunks)
+        self.storage.zero_until(max(max(c.block_table) for c in chunks) + 1)
         # Decodes first and together, so that they attend in one SDPA; then each prefill chunk.
         order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].token_ids) != 1)
         ordered = [chunks[i] for i in order]
+        tables = [list(c.block_table) for c in ordered]
         inputs = paged_attention_inputs([c.start for c in ordered], [len(c.token_ids) for c in ordered],
-                                        [c.block_table for c in ordered], self.storage.block_size, self.device)
+                                        [_readable(table) for table in tables], self.storage.block_size, self.device)
+        if any(DROPPED_BLOCK in table for table in tables):
+            inputs = _hide_dropped(inputs, tables, self.storage.block_size)
         ids = torch.tensor([[t for c in ordered for t in c.token_ids]], device=self.device)  # [1, N]
         hidden = self.model(ids, self.storage, inputs)  # [1, N, hidden]
         return self.model.compute_logits(hidden[0, _sampled_tokens(chunks, order, self.device)])
@@ -95,8 +101,35 @@ class ModelRunner:
         if end > covered:
             raise ValueError(f"{name} reaches position {end - 1} but its {len(chunk.block_table)} blocks "
                              f"cover {covered} positions: allocate its blocks before scheduling it")
-        if min(chunk.block_table) < 0 or max(chunk.block_table) >= self.storage.num_blocks:
+        if max(chunk.block_table) >= self.storage.num_blocks or min(chunk.block_table) < DROPPED_BLOCK:
             raise ValueError(f"{name} names a block outside 0..{self.storage.num_blocks - 1}")
+        size = self.storage.block_size
+        written = chunk.block_table[chunk.start // size:(end - 1) // size + 1]
+        if DROPPED_BLOCK in written or all(b == DROPPED_BLOCK for b in chunk.block_table):
+            raise ValueError(f"{name} writes positions {chunk.start}..{end - 1} into a block the sliding window "
+                             "dropped, or keeps no block at all")
+
+
+def _readable(table: list[int]) -> list[int]:
+    """``table`` with dropped entries pointing at a kept block: finite values, masked out."""
+    kept = next(block for block in table if block != DROPPED_BLOCK)
+    return [kept if block == DROPPED_BLOCK else block for block in table]
+
+
+def _hide_dropped(inputs: PagedAttentionInputs, tables: list[list[int]], block_size: int) -> PagedAttentionInputs:
+    """Mask the keys of dropped blocks out of every group's attention (tables in step order)."""
+    groups, row = [], 0
+    for group in inputs.groups:
+        rows = tables[row:row + group.num_rows]
+        row += group.num_rows
+        key_blocks = torch.arange(group.kv_len, device=group.blocks.device) // block_size  # [kv_len]
+        visible = torch.stack([torch.tensor(table, device=group.blocks.device)[key_blocks.clamp(max=len(table) - 1)]
+                               != DROPPED_BLOCK for table in rows])  # [B, kv_len]
+        mask = visible[:, None, None, :]  # [B, 1, 1, kv_len]
+        if group.mask is not None:
+            mask = group.mask & mask  # [B, 1, T, kv_len]
+        groups.append(replace(group, mask=mask))
+    return replace(inputs, groups=tuple(groups))
 
 
 def _sampled_tokens(chunks: Sequence[StepChunk], order: list[int], device: torch.device) -> torch.Tensor:

@@ -8,7 +8,7 @@ its own seed, stops and budget however it is batched.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -16,6 +16,18 @@ import torch
 from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.stop import StopChecker
 from mcp.engine.tokenizer import Tokenizer
+from mcp.runtime.errors import ContextLengthError, InvalidRequestError
+
+
+def check_prompt(prompt_ids: Sequence[int], max_context: int) -> None:
+    """Refuse an empty prompt, or one that leaves no room in the context for a generated token."""
+    if not prompt_ids:
+        raise InvalidRequestError("the prompt is empty: give at least one token of text")
+    if len(prompt_ids) >= max_context:
+        raise ContextLengthError(
+            f"the prompt has {len(prompt_ids)} tokens but the context holds {max_context} "
+            "(prompt plus at least one generated token); shorten the prompt"
+        )
 
 
 @dataclass(frozen=True)
@@ -63,6 +75,12 @@ class SequenceState:
             text += self._drain()
         self.finished = finish is not None
         return StepOutput(token.token_id, text, token.logprob, token.top_logprobs, finish)
+
+    def release_held(self) -> str:
+        """When something other than its own rules ends the sequence (a cancel, a deadline):
+        the text still held back (a possible start of a stop string, an unfinished character)."""
+        self.finished = True
+        return self._drain() if self.stopper.matched is None else ""
 
     def _release(self, token_id: int) -> tuple[str, str | None]:
         """Text this token releases and, if it ends the sequence, why."""

@@ -27,6 +27,7 @@ _EXPORTS = {
     "DownloadError": "mcp.runtime.errors",
     "CapacityError": "mcp.runtime.errors",
     "PolicyDenied": "mcp.runtime.errors",
+    "EngineError": "mcp.runtime.errors",
     "RequestCancelled": "mcp.runtime.errors",
 }
 

@@ -15,6 +15,9 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from mcp.engine.loop_config import DEFAULT_KV_MEMORY_FRACTION, LoopConfig
+from mcp.engine.scheduler.scheduler import SchedulerConfig
+from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
 from mcp.runtime.errors import ConfigError
 
 
@@ -47,10 +50,35 @@ class GenerationSection(_Strict):
     stop: list[str] = []
 
 
+SLOClassName = Literal["critical", "high", "medium", "low"]
+
+
+class SLOTargetSection(_Strict):
+    ttft_s: float | None = pydantic.Field(None, gt=0)  # None: the class's default
+    tpot_s: float | None = pydantic.Field(None, gt=0)
+
+
+class SchedulerSection(_Strict):
+    policy: Literal["slo", "fcfs"] = "slo"
+    max_num_seqs: int = pydantic.Field(32, gt=0)
+    max_num_batched_tokens: int = pydantic.Field(256, gt=0)
+    max_waiting: int = pydantic.Field(64, gt=0)
+    block_size: int = pydantic.Field(16, gt=0)
+    kv_cache_bytes: int | Literal["auto"] = "auto"
+    kv_cache_memory_fraction: float = pydantic.Field(DEFAULT_KV_MEMORY_FRACTION, gt=0, le=1)
+    enable_prefix_caching: bool = True
+    sink_tokens: int = pydantic.Field(0, ge=0)
+    window_tokens: int | None = None
+    aging_s: float = pydantic.Field(10.0, gt=0)
+    slo_targets: dict[SLOClassName, SLOTargetSection] = {}
+    tenant_weights: dict[str, float] = {}
+
+
 class ConfigFile(_Strict):
     version: Literal[1] = 1
     runtime: RuntimeSection = RuntimeSection()
     generation: GenerationSection = GenerationSection()
+    scheduler: SchedulerSection = SchedulerSection()
 
 
 @dataclass(frozen=True)
@@ -83,6 +111,7 @@ class RuntimeConfig:
     model_dir: Path = field(default_factory=Path.cwd)
     cache_dir: Path | None = None  # None: $MCP_HOME or ~/.cache/mcp2026
     generation: GenerationDefaults = GenerationDefaults()
+    scheduler: LoopConfig = LoopConfig()
 
 
 def load_config(path: str | os.PathLike) -> RuntimeConfig:
@@ -146,4 +175,34 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
         model_dir=(base_dir / rt.model_dir).resolve() if rt.model_dir else base_dir,
         cache_dir=(base_dir / rt.cache_dir).resolve() if rt.cache_dir else None,
         generation=GenerationDefaults(**gen),
+        scheduler=_loop_config(parsed.scheduler, source),
+    )
+
+
+def _loop_config(section: SchedulerSection, source: str) -> LoopConfig:
+    if section.kv_cache_bytes != "auto" and section.kv_cache_bytes <= 0:
+        raise ConfigError(f"{source}: scheduler.kv_cache_bytes: must be a positive integer or auto "
+                          f"(got {section.kv_cache_bytes})")
+    for tenant, weight in section.tenant_weights.items():
+        if weight <= 0:
+            raise ConfigError(f"{source}: scheduler.tenant_weights.{tenant}: must be positive (got {weight})")
+    targets = dict(DEFAULT_TARGETS)
+    for name, override in section.slo_targets.items():
+        slo, default = SLOClass[name.upper()], DEFAULT_TARGETS[SLOClass[name.upper()]]
+        targets[slo] = SLOTarget(override.ttft_s or default.ttft_s, override.tpot_s or default.tpot_s)
+    if section.window_tokens is not None and section.window_tokens < section.block_size:
+        raise ConfigError(f"{source}: scheduler.window_tokens: must be at least block_size ({section.block_size}) "
+                          f"or null (got {section.window_tokens})")
+    return LoopConfig(
+        policy=section.policy,
+        scheduler=SchedulerConfig(section.max_num_seqs, section.max_num_batched_tokens, section.max_waiting),
+        block_size=section.block_size,
+        kv_cache_bytes=None if section.kv_cache_bytes == "auto" else section.kv_cache_bytes,
+        kv_cache_memory_fraction=section.kv_cache_memory_fraction,
+        enable_prefix_caching=section.enable_prefix_caching,
+        sink_tokens=section.sink_tokens,
+        window_tokens=section.window_tokens,
+        aging_s=section.aging_s,
+        slo_targets=targets,
+        tenant_weights=dict(section.tenant_weights),
     )

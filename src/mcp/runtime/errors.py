@@ -52,5 +52,10 @@ class PolicyDenied(MCPError):
     """A governance policy refused the request."""
 
 
+class EngineError(MCPError):
+    """The engine failed while running a request (a forward or sampling step raised); the
+    request was ended and its resources freed, and the engine goes on serving the others."""
+
+
 class RequestCancelled(MCPError):
     """The request was cancelled before it finished."""

@@ -9,28 +9,37 @@ prompt is sent as one user message through the model's chat template when it has
 Ollama's generate does; True: the prompt text is tokenized as is) and ``system`` (a system
 message).
 
-``infer_batch`` / ``chat_batch`` decode all their prompts together, one forward per step
-for every sequence still running; each result is what ``infer`` / ``chat`` would return
-for that prompt alone (greedy: the same tokens; seeded: the same draw), exactly with fp32
+Every call also takes the scheduling options ``slo_class`` ("critical", "high", "medium"
+(default) or "low"), ``tenant`` (default "default") and ``timeout`` (seconds; the request
+then ends with finish_reason "deadline").
+
+Every call goes through the model's ``EngineLoop`` (engine/loop.py): requests from all
+threads are batched together step by step (continuous batching). Each result is what the
+request would get alone (greedy: the same tokens; seeded: the same draw), exactly with fp32
 weights; bf16/int4 GEMMs may round by batch shape, so a near-tie can go the other way.
 """
 
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from mcp.engine.engine import NativeEngine
-from mcp.engine.generator import StepOutput
+from mcp.engine.handle import RequestHandle, RequestOptions
+from mcp.engine.hooks import HookHandle, HookRegistry
+from mcp.engine.loop import EngineLoop
+from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
+from mcp.engine.sequence import StepOutput, check_prompt
 from mcp.modelfile.spec import ModelHeader
+from mcp.runtime.arguments import check_list, check_options, check_text
 from mcp.runtime.config import GenerationDefaults
-from mcp.runtime.errors import InvalidRequestError
+from mcp.runtime.errors import InvalidRequestError, MCPError
 from mcp.runtime.result import InferResult, Timings, TokenLogprob, Usage
+from mcp.runtime.stream import TextStream
 
 SAMPLING_OPTIONS = frozenset(
     ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
@@ -38,18 +47,22 @@ SAMPLING_OPTIONS = frozenset(
      "logprobs")
 )
 PROMPT_OPTIONS = frozenset(("raw", "system"))
+REQUEST_OPTIONS = frozenset(("slo_class", "tenant", "timeout"))
+CHAT_OPTIONS = SAMPLING_OPTIONS | REQUEST_OPTIONS
 
 
 class Model:
     """A model loaded by ``Session.load_model``. Safe to call from several threads."""
 
-    def __init__(self, name: str, path: Path, engine: NativeEngine, defaults: GenerationDefaults) -> None:
+    def __init__(self, name: str, path: Path, engine: NativeEngine, defaults: GenerationDefaults,
+                 loop_config: LoopConfig = LoopConfig()) -> None:
         self.name = name
         self.path = path
         self._engine = engine
         self._defaults = defaults
-        self._lock = threading.Lock()  # guards _engine/_unloaded against unload
-        self._unloaded = False
+        self._hooks = HookRegistry()
+        self._loop: EngineLoop | None = EngineLoop(engine, loop_config, self._hooks, name)
+        self._lock = threading.Lock()  # guards _engine/_loop against unload
 
     @property
     def header(self) -> ModelHeader:
@@ -75,67 +88,88 @@ class Model:
     def engine(self) -> NativeEngine:
         return self._engine
 
+    @property
+    def loop(self) -> EngineLoop:
+        """The engine loop serving this model (``loop.stats()`` for its counters)."""
+        return self._live_loop()
+
+    def add_hook(self, name: str, callback: Callable[[Any], object]) -> HookHandle:
+        """Call ``callback(event)`` at a lifecycle point of every request of this model:
+        ``on_sequence_start``, ``on_token_generated`` or ``on_generation_complete`` (events in
+        engine/hooks.py). Returns a handle whose ``remove()`` unregisters it. Callbacks run on
+        the engine thread; one that raises is logged and the request goes on."""
+        return self._hooks.add(name, callback)
+
     def tokenize(self, text: str) -> list[int]:
-        return self._engine.tokenizer.encode(_check_text(text, "text"))
+        return self._engine.tokenizer.encode(check_text(text, "text"))
 
     def infer(self, prompt: str, **options: Any) -> InferResult:
         """Generate a completion for ``prompt``; see the module docstring for options."""
-        encode, params = self._prompt_request(options)
-        return self._collect(encode(_check_text(prompt, "prompt")), params)
+        encode, params, request = self._prompt_request(options)
+        handle = self._submit(encode(check_text(prompt, "prompt")), params, request)
+        return self._wait(handle, params)
 
-    def stream(self, prompt: str, **options: Any) -> Iterator[str]:
-        """Like ``infer``, yielding text deltas as they are generated."""
-        encode, params = self._prompt_request(options)
-        steps = self._start([encode(_check_text(prompt, "prompt"))], params, None)
-        return (outputs[0].text for outputs in steps if outputs[0].text)
+    def stream(self, prompt: str, **options: Any) -> TextStream:
+        """Like ``infer``, as a ``TextStream`` of text deltas (with cancel/close/result)."""
+        encode, params, request = self._prompt_request(options)
+        handle = self._submit(encode(check_text(prompt, "prompt")), params, request)
+        return TextStream(handle, lambda done: self._result(done, params))
 
     def chat(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> InferResult:
         """Answer a conversation (OpenAI-style ``{"role", "content"}`` messages)."""
-        _check_options(options, SAMPLING_OPTIONS)
-        return self._collect(self._chat_ids(messages), self._sampling(options))
+        params, request = self._chat_request(options)
+        return self._wait(self._submit(self._chat_ids(messages), params, request), params)
 
-    def chat_stream(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> Iterator[str]:
-        _check_options(options, SAMPLING_OPTIONS)
-        steps = self._start([self._chat_ids(messages)], self._sampling(options), None)
-        return (outputs[0].text for outputs in steps if outputs[0].text)
+    def chat_stream(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> TextStream:
+        params, request = self._chat_request(options)
+        handle = self._submit(self._chat_ids(messages), params, request)
+        return TextStream(handle, lambda done: self._result(done, params))
 
     def infer_batch(self, prompts: Sequence[str], **options: Any) -> list[InferResult]:
-        """Complete several prompts in one batch; options as ``infer``, the same for all.
+        """Complete several prompts together; options as ``infer``, the same for all.
 
         Returns one InferResult per prompt, in order, each with its own finish_reason,
-        usage and timings (measured from the start of the batch). A bad prompt is an
-        InvalidRequestError naming its index, raised before anything runs.
+        usage and timings. A bad prompt is an InvalidRequestError naming its index, raised
+        before anything is queued.
         """
-        encode, params = self._prompt_request(options)
-        texts = _check_list(prompts, "prompts")
-        return self._collect_batch([encode(_check_text(text, f"prompts[{i}]")) for i, text in enumerate(texts)],
-                                   params, "prompts")
+        encode, params, request = self._prompt_request(options)
+        texts = check_list(prompts, "prompts")
+        prompts_ids = [encode(check_text(text, f"prompts[{i}]")) for i, text in enumerate(texts)]
+        return self._run_batch(prompts_ids, params, request, "prompts")
 
     def chat_batch(self, conversations: Sequence[Sequence[Mapping[str, Any]]], **options: Any) -> list[InferResult]:
-        """Answer several conversations in one batch; options as ``chat``, the same for all."""
-        _check_options(options, SAMPLING_OPTIONS)
-        params = self._sampling(options)
+        """Answer several conversations together; options as ``chat``, the same for all."""
+        params, request = self._chat_request(options)
         prompts_ids = []
-        for index, messages in enumerate(_check_list(conversations, "conversations")):
+        for index, messages in enumerate(check_list(conversations, "conversations")):
             try:
                 prompts_ids.append(self._chat_ids(messages))
             except InvalidRequestError as error:
                 raise type(error)(f"conversations[{index}]: {error}") from None
-        return self._collect_batch(prompts_ids, params, "conversations")
+        return self._run_batch(prompts_ids, params, request, "conversations")
 
-    def _prompt_request(self, options: dict[str, Any]) -> tuple[Callable[[str], list[int]], SamplingParams]:
-        """Check infer-style options once: how a prompt becomes ids, and the sampling params."""
-        _check_options(options, SAMPLING_OPTIONS | PROMPT_OPTIONS)
+    # -- checking a call ------------------------------------------------------------------
+    def _prompt_request(
+        self, options: dict[str, Any]
+    ) -> tuple[Callable[[str], list[int]], SamplingParams, RequestOptions]:
+        """Check infer-style options once: how a prompt becomes ids, sampling and scheduling."""
+        check_options(options, SAMPLING_OPTIONS | PROMPT_OPTIONS | REQUEST_OPTIONS)
         options = dict(options)
         raw = options.pop("raw", False)
         system = options.pop("system", None)
-        params = self._sampling(options)
+        params, request = self._chat_request(options)
         if raw or not self.header.tokenizer.chat_template:
             if system is not None:
                 raise InvalidRequestError("system needs the chat template; it cannot be used with raw=True")
-            return self._engine.tokenizer.encode, params
-        messages = [{"role": "system", "content": _check_text(system, "system")}] if system is not None else []
-        return (lambda prompt: self._chat_ids([*messages, {"role": "user", "content": prompt}])), params
+            return self._engine.tokenizer.encode, params, request
+        messages = [{"role": "system", "content": check_text(system, "system")}] if system is not None else []
+        return (lambda prompt: self._chat_ids([*messages, {"role": "user", "content": prompt}])), params, request
+
+    def _chat_request(self, options: dict[str, Any]) -> tuple[SamplingParams, RequestOptions]:
+        check_options(options, CHAT_OPTIONS)
+        sampling = {key: value for key, value in options.items() if key in SAMPLING_OPTIONS}
+        scheduling = {key: value for key, value in options.items() if key in REQUEST_OPTIONS and value is not None}
+        return self._sampling(sampling), RequestOptions(**scheduling)
 
     def _chat_ids(self, messages: Any) -> list[int]:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
@@ -149,58 +183,60 @@ class Model:
         merged.update({key: value for key, value in options.items() if value is not None})
         return SamplingParams.from_user(**merged)
 
-    def _start(
-        self, prompts_ids: list[list[int]], params: SamplingParams, name: str | None
-    ) -> Iterator[list[StepOutput | None]]:
-        """Check the request now (not at the first ``next``) and return its steps.
-
-        ``name`` is what a batch's errors call its prompts; None for a single request.
-
-        Each generation owns its KV cache and the weights are read-only, so calls from
-        several threads, or an ``infer`` while a ``stream`` is open, run side by side.
-        A generation started before ``unload`` finishes on the weights it started with.
-        """
+    # -- running it through the loop ------------------------------------------------------
+    def _live_loop(self) -> EngineLoop:
         with self._lock:
-            if self._unloaded:
+            if self._loop is None:
                 raise InvalidRequestError(f"model {self.name!r} has been unloaded; load it again")
-            generator = self._engine.generator
-        if name is None:
-            generator.check_prompt(prompts_ids[0])
-        else:
-            generator.check_batch(prompts_ids, name)
-        return generator.generate_batch(prompts_ids, params)
+            return self._loop
 
-    def _collect(self, prompt_ids: list[int], params: SamplingParams) -> InferResult:
-        return self._collect_batch([prompt_ids], params, None)[0]
+    def _submit(self, prompt_ids: list[int], params: SamplingParams, request: RequestOptions) -> RequestHandle:
+        """Check the request and queue it now (not at the first ``next``)."""
+        return self._live_loop().submit(prompt_ids, params, request)
 
-    def _collect_batch(
-        self, prompts_ids: list[list[int]], params: SamplingParams, name: str | None
-    ) -> list[InferResult]:
-        started = time.perf_counter()
-        steps: list[list[StepOutput]] = [[] for _ in prompts_ids]
-        first_at: list[float] = [0.0] * len(prompts_ids)
-        ended_at: list[float] = [0.0] * len(prompts_ids)
-        for outputs in self._start(prompts_ids, params, name):
-            now = time.perf_counter()
-            for index, step in enumerate(outputs):
-                if step is not None:
-                    first_at[index] = first_at[index] or now
-                    ended_at[index] = now
-                    steps[index].append(step)
-        return [
-            self._result(prompt_ids, seq_steps, params, Timings(
-                first - started, (ended - first) / max(len(seq_steps) - 1, 1), ended - started))
-            for prompt_ids, seq_steps, first, ended in zip(prompts_ids, steps, first_at, ended_at)
-        ]
+    def _run_batch(self, prompts_ids: list[list[int]], params: SamplingParams, request: RequestOptions,
+                   name: str) -> list[InferResult]:
+        loop = self._live_loop()
+        for index, prompt_ids in enumerate(prompts_ids):  # every prompt checked before any is queued
+            try:
+                check_prompt(prompt_ids, loop.max_context)
+            except InvalidRequestError as error:
+                raise type(error)(f"{name}[{index}]: {error}") from None
+        handles: list[RequestHandle] = []
+        try:
+            for prompt_ids in prompts_ids:
+                handles.append(loop.submit(prompt_ids, params, request))
+        except BaseException as error:  # refused (CapacityError) part-way: take back what was queued
+            for handle in handles:
+                handle.cancel()
+            if isinstance(error, MCPError):  # and wait until it has left the engine (at its next step)
+                for handle in handles:
+                    _wait_quietly(handle)
+            raise
+        try:
+            return [self._wait(handle, params) for handle in handles]
+        except BaseException:  # one failed (or the caller went away): the rest of the batch stops too
+            for handle in handles:
+                handle.cancel()
+            raise
 
-    def _result(self, prompt_ids: list[int], steps: list[StepOutput], params: SamplingParams,
-                timings: Timings) -> InferResult:
+    def _wait(self, handle: RequestHandle, params: SamplingParams) -> InferResult:
+        try:
+            handle.wait()
+        except BaseException:
+            handle.cancel()  # the caller went away (or the request failed): stop it now
+            raise
+        return self._result(handle, params)
+
+    def _result(self, handle: RequestHandle, params: SamplingParams) -> InferResult:
+        outcome, steps = handle.outcome, handle.outputs
+        assert outcome is not None, "a result is built once the request has ended"
         return InferResult(
-            text="".join(step.text for step in steps),
+            text="".join(step.text for step in steps) + outcome.tail_text,
             token_ids=tuple(step.token_id for step in steps),
-            finish_reason=steps[-1].finish_reason,
-            usage=Usage(len(prompt_ids), len(steps)),
-            timings=timings,
+            finish_reason=outcome.finish_reason,
+            usage=Usage(outcome.num_prompt_tokens, len(steps), outcome.num_cached_tokens),
+            timings=Timings.from_request(outcome.timings, len(steps)),
             backend=self.backend,
             precision=self.precision,
             model=self.name,
@@ -216,12 +252,29 @@ class Model:
         )
 
     def _unload(self) -> None:
+        """Close the loop (requests still running end with RequestCancelled), drop the weights."""
         with self._lock:
-            self._unloaded = True
+            loop, self._loop = self._loop, None
             self._engine = _UnloadedEngine(self._engine)
+        if loop is not None:
+            loop.close()
+
+    def __del__(self) -> None:
+        # A model dropped without unload (a Session never closed) must not keep its loop thread,
+        # weights and KV cache alive: the thread holds the loop, not the model.
+        loop = getattr(self, "_loop", None)
+        if loop is not None:
+            loop.close()
 
     def __repr__(self) -> str:
         return f"Model(name={self.name!r}, path={str(self.path)!r}, precision={self.precision!r})"
+
+
+def _wait_quietly(handle: RequestHandle) -> None:
+    try:
+        handle.wait()
+    except MCPError:
+        pass  # it was ended on purpose; how does not matter here
 
 
 class _UnloadedEngine:
@@ -235,25 +288,3 @@ class _UnloadedEngine:
         self.precision = engine.precision
         self.max_context = engine.max_context
         self.tokenizer = engine.tokenizer
-
-
-def _check_text(value: Any, name: str) -> str:
-    if not isinstance(value, str):
-        raise InvalidRequestError(f"{name} must be a string, got {type(value).__name__}")
-    return value
-
-
-def _check_list(values: Any, name: str) -> list[Any]:
-    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
-        raise InvalidRequestError(f"{name} must be a list, got {type(values).__name__}")
-    if not values:
-        raise InvalidRequestError(f"{name} is empty: give at least one")
-    return list(values)
-
-
-def _check_options(options: dict[str, Any], allowed: frozenset[str]) -> None:
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise InvalidRequestError(
-            f"unknown argument(s) {', '.join(unknown)}; valid: {', '.join(sorted(allowed))}"
-        )

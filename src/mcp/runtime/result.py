@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcp.engine.hooks import RequestTimings
+
 
 @dataclass(frozen=True)
 class Usage:
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0  # prompt tokens the prefix cache supplied (not computed again)
 
     @property
     def total_tokens(self) -> int:
@@ -17,11 +20,19 @@ class Usage:
 
 @dataclass(frozen=True)
 class Timings:
-    """Seconds: time to first token, mean time per output token after it, and in all."""
+    """Seconds from submission: to the first token, mean per output token after it, in all."""
 
     ttft_s: float
     tpot_s: float
     total_s: float
+
+    @classmethod
+    def from_request(cls, timings: RequestTimings, num_tokens: int) -> Timings:
+        """From the engine's clock readings of a request that generated ``num_tokens``."""
+        total = timings.total_s or 0.0
+        ttft = timings.ttft_s if timings.ttft_s is not None else total  # ended before a first token
+        tpot = (total - ttft) / (num_tokens - 1) if num_tokens > 1 else 0.0
+        return cls(ttft, tpot, total)
 
 
 @dataclass(frozen=True)
@@ -38,7 +49,7 @@ class InferResult:
 
     text: str
     token_ids: tuple[int, ...]
-    finish_reason: str  # "stop" | "length" | "cancelled"
+    finish_reason: str  # "stop" | "length" | "cancelled" | "deadline"
     usage: Usage
     timings: Timings
     backend: str

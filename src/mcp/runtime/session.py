@@ -75,7 +75,7 @@ class Session:
         check = self.config.verify_models if verify is None else verify
         with open_model(path, verify=check) as model_file:
             engine = NativeEngine(model_file, options)
-        loaded = Model(key, path, engine, self.config.generation)
+        loaded = Model(key, path, engine, self.config.generation, self.config.scheduler)
         with self._lock:
             self._models[key] = loaded
         return loaded

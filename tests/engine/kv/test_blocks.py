@@ -48,7 +48,7 @@ def test_allocate_and_free_count_exactly() -> None:
     assert [allocator.refcount(b) for b in range(4)] == [1, 1, 1, 0]
     allocator.free(1)
     assert (allocator.num_free, allocator.num_used) == (2, 2)
-    assert allocator.allocate(2) == [3, 1]  # the free list is first in, first out
+    assert allocator.allocate(2) == [1, 3]  # last in, first out: a freed block is reused first
     allocator.check_invariants()
 
 
@@ -96,7 +96,7 @@ def test_the_free_list_goes_before_evictable_blocks() -> None:
     allocator.register(cached, digest(1))
     allocator.free(cached)
     allocator.free(plain)
-    assert allocator.allocate(2) == [2, plain]
+    assert allocator.allocate(2) == [plain, 2]
     assert allocator.lookup(digest(1)) == cached  # not evicted while free blocks remained
     assert allocator.allocate(1) == [cached]
     assert allocator.lookup(digest(1)) is None

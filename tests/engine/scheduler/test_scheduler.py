@@ -198,3 +198,28 @@ def test_a_shared_prompt_prefix_is_computed_once():
     scheduler.add(request("second", num_prompt=13, max_tokens=2), now=0.1)  # same 13 tokens
     chunks, _, _ = step(scheduler, 0.1)
     assert chunks["second"] == (12, 1)  # three full blocks cached: only the last token computed
+
+
+def test_with_a_window_update_trims_each_sequence_and_admits_long_generations():
+    kv = KVCacheManager(num_blocks=8, block_size=4, enable_prefix_caching=True, sink_tokens=4, window_tokens=8)
+    scheduler = Scheduler(kv, SLOPolicy(), SchedulerConfig(max_num_batched_tokens=8))
+    scheduler.add(request("a", num_prompt=6, max_tokens=60), now=0)  # 66 tokens: 17 blocks without the window
+    held = []
+    for t in range(40):
+        step(scheduler, t)
+        held.append(kv.num_used_blocks)
+        kv.check_invariants()
+    assert max(held) <= 1 + 3 + 1  # the sink block, the window's blocks, the one being filled
+    table = kv.block_table("a")
+    assert table[0] != -1 and table[1:6] == [-1] * 5  # the middle was freed
+    assert kv.kept_positions("a")[0] == (0, 4)
+
+
+def test_a_long_generation_is_refused_without_a_window_and_admitted_with_one():
+    plain = make(num_blocks=8, block_size=4)
+    with pytest.raises(CapacityError, match="needs more KV blocks than the cache holds"):
+        plain.add(request("a", num_prompt=6, max_tokens=60), now=0)
+    windowed = Scheduler(KVCacheManager(8, 4, sink_tokens=4, window_tokens=8), SLOPolicy(),
+                         SchedulerConfig(max_num_batched_tokens=8))
+    windowed.add(request("a", num_prompt=6, max_tokens=60), now=0)
+    assert windowed.kv.peak_blocks(66, 8) == 1 + 4 + 1 and plain.kv.peak_blocks(66, 8) == 17

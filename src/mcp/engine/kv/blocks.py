@@ -53,6 +53,9 @@ class BlockAllocator:
         self.block_size = block_size
         self._refcounts = [0] * num_blocks  # [num_blocks] block-table references
         self._hashes: list[bytes | None] = [None] * num_blocks  # [num_blocks] set once full and cached
+        # Handed out from the front; a freed block goes back to the front (last in, first out):
+        # the blocks in use stay few and warm, and a lazily zeroed cache touches only as many
+        # pages as the peak load needed, not all of them in turn.
         self._free: deque[int] = deque(range(num_blocks))
         self._evictable: OrderedDict[int, None] = OrderedDict()  # oldest release first
         self._cache: dict[bytes, int] = {}  # block hash -> block id
@@ -170,7 +173,7 @@ class BlockAllocator:
             return
         self._num_used -= 1
         if self._hashes[block_id] is None:
-            self._free.append(block_id)
+            self._free.appendleft(block_id)
         else:
             self._evictable[block_id] = None
 

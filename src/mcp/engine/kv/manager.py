@@ -130,6 +130,16 @@ class KVCacheManager:
         num_held = len(seq.block_ids) if seq is not None else 0
         return max(0, -(-num_tokens // self.block_size) - num_held)
 
+    def peak_blocks(self, num_tokens: int, max_step_tokens: int) -> int:
+        """The most blocks a sequence of ``num_tokens`` tokens holds at once when each step
+        adds at most ``max_step_tokens``: all of them, or with a sliding window its sinks, its
+        window and one step's worth (trimmed after each step)."""
+        every = -(-num_tokens // self.block_size)
+        if self.window_tokens is None:
+            return every
+        bounded = self._num_sink_blocks() + -(-(self.window_tokens + max_step_tokens) // self.block_size) + 1
+        return min(every, bounded)
+
     def can_allocate(self, seq_id: str, num_tokens: int) -> bool:
         """True when ``allocate(seq_id, num_tokens)`` would succeed now."""
         return self.blocks_needed(seq_id, num_tokens) <= self.allocator.num_free

@@ -74,7 +74,7 @@ class PagedLayer:
 
 
 class PagedKVStorage:
-    """Every layer's KV blocks, allocated once (zeroed) for the engine's lifetime."""
+    """Every layer's KV blocks, allocated once for the engine's lifetime, zeroed as they come into use."""
 
     def __init__(
         self,
@@ -91,14 +91,27 @@ class PagedKVStorage:
                              f"{num_blocks} blocks of {block_size}")
         self.num_blocks, self.block_size = num_blocks, block_size
         self.num_kv_heads, self.head_dim, self.dtype = num_kv_heads, head_dim, dtype
-        # Zeros, not empty: a masked slot still enters SDPA as 0 * value, and garbage may be NaN.
+        # Allocated empty (no page touched: a cache of gigabytes is created at once and costs
+        # memory as its blocks come into use) and zeroed block by block before first use by
+        # ``zero_until``: a masked slot still enters SDPA as 0 * value, and garbage may be NaN.
         shape = (num_blocks, block_size, num_kv_heads, head_dim)
         buffers = GatherBuffers(shape[1:], dtype, torch.device(device))
         self.layers = [
-            PagedLayer(torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device),
+            PagedLayer(torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device),
                        buffers)
             for _ in range(num_layers)
         ]
+        self.num_zeroed_blocks = 0  # blocks 0..num_zeroed_blocks-1 are zeroed (or written since)
+
+    def zero_until(self, num_blocks: int) -> None:
+        """Zero every block below ``num_blocks`` not zeroed yet; call before a step uses them."""
+        start, stop = self.num_zeroed_blocks, min(num_blocks, self.num_blocks)
+        if stop <= start:
+            return
+        for layer in self.layers:
+            layer.keys[start:stop].zero_()
+            layer.values[start:stop].zero_()
+        self.num_zeroed_blocks = stop
 
     @staticmethod
     def bytes_per_block(

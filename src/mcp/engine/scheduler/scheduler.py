@@ -10,7 +10,8 @@ preempts a running one of a lower class (vLLM's scheduler cannot: vllm-project/v
 predicts it would miss its TTFT target and the queue is past its bound.
 
 The engine loop calls ``schedule()``, runs the forward, then ``update(output, sampled)``
-with the token sampled for each chunk that ends a sequence's pending tokens, and
+with the token sampled for each chunk that ends a sequence's pending tokens (``update``
+also trims each sequence to its sinks and window when the KV manager has a window), and
 ``finish(request_id, reason)`` when its own stop rules end a sequence. Nothing here runs a
 model, so the tests drive it with hand-built outputs.
 """
@@ -80,7 +81,8 @@ class Scheduler:
             raise InvalidRequestError(f"request id {request.request_id!r} is already scheduled")
         if not request.prompt_ids or request.max_tokens <= 0:
             raise InvalidRequestError("a request needs at least one prompt token and max_tokens >= 1")
-        if self.kv.blocks_needed(request.request_id, len(request.prompt_ids) + request.max_tokens) > self.kv.num_blocks:
+        num_tokens = len(request.prompt_ids) + request.max_tokens
+        if self.kv.peak_blocks(num_tokens, self.config.max_num_batched_tokens) > self.kv.num_blocks:
             raise CapacityError(f"request {request.request_id!r} needs more KV blocks than the cache holds; "
                                 "shorten the prompt or lower max_tokens")
         self._admit_or_refuse(request, now)
@@ -192,6 +194,8 @@ class Scheduler:
                 continue  # finished or cancelled while the step ran
             request.num_computed_tokens = chunk.start + chunk.num_tokens
             self.kv.commit(request.request_id, request.token_ids[: request.num_computed_tokens])
+            if self.kv.window_tokens is not None:  # free what fell between the sinks and the window
+                self.kv.trim(request.request_id, request.num_computed_tokens)
             self.policy.fair_share.charge(request.tenant, chunk.num_tokens)
             if not chunk.samples:
                 continue

@@ -1,0 +1,81 @@
+"""How an ``EngineLoop`` schedules and how much KV cache it holds: one frozen config.
+
+``mcp-config.yaml``'s ``scheduler:`` section is validated at the edge (runtime/config.py)
+and converted once into a ``LoopConfig``. The KV budget "auto" is resolved by the pure
+function ``kv_cache_budget`` from the model's size per token and the memory available.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from mcp.engine.scheduler.policy import FairShare, FCFSPolicy, SLOPolicy
+from mcp.engine.scheduler.scheduler import SchedulerConfig
+from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
+from mcp.runtime.errors import ConfigError
+
+POLICIES = ("slo", "fcfs")
+# "auto" KV budget: room for max_num_seqs full-context sequences, but never more than this
+# share of the memory available when the model loads (the weights and activations need the
+# rest, and on a laptop other programs do too).
+DEFAULT_KV_MEMORY_FRACTION = 0.1
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    """The engine loop's scheduling and KV cache settings (docs/config.md, ``scheduler:``)."""
+
+    policy: str = "slo"  # slo: classes, aging, tenant fair share, preemption | fcfs: arrival order
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    block_size: int = 16  # tokens per KV block
+    kv_cache_bytes: int | None = None  # None: auto (see kv_cache_budget)
+    kv_cache_memory_fraction: float = DEFAULT_KV_MEMORY_FRACTION
+    enable_prefix_caching: bool = True
+    sink_tokens: int = 0  # with a window: the first tokens every later token still attends to
+    window_tokens: int | None = None  # None: off; else each sequence keeps its sinks and its last window_tokens
+    aging_s: float = 10.0  # a waiting request is promoted one class per aging_s seconds
+    slo_targets: Mapping[SLOClass, SLOTarget] = field(default_factory=lambda: dict(DEFAULT_TARGETS))
+    tenant_weights: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Read-only views, so that the frozen config cannot be changed through its mappings.
+        object.__setattr__(self, "slo_targets", MappingProxyType({**DEFAULT_TARGETS, **self.slo_targets}))
+        object.__setattr__(self, "tenant_weights", MappingProxyType(dict(self.tenant_weights)))
+        if self.policy not in POLICIES:
+            raise ConfigError(f"scheduler.policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if self.block_size <= 0:
+            raise ConfigError(f"scheduler.block_size must be a positive integer, got {self.block_size}")
+        if self.kv_cache_bytes is not None and self.kv_cache_bytes <= 0:
+            raise ConfigError(f"scheduler.kv_cache_bytes must be positive or auto, got {self.kv_cache_bytes}")
+        if not 0 < self.kv_cache_memory_fraction <= 1:
+            raise ConfigError("scheduler.kv_cache_memory_fraction must be in (0, 1], "
+                              f"got {self.kv_cache_memory_fraction}")
+        if self.sink_tokens < 0:
+            raise ConfigError(f"scheduler.sink_tokens must be >= 0, got {self.sink_tokens}")
+        if self.window_tokens is not None and self.window_tokens < self.block_size:
+            raise ConfigError(f"scheduler.window_tokens must be at least block_size ({self.block_size}) "
+                              f"or null (off), got {self.window_tokens}")
+        if self.aging_s <= 0:
+            raise ConfigError(f"scheduler.aging_s must be positive, got {self.aging_s}")
+        for tenant, weight in self.tenant_weights.items():
+            if weight <= 0:
+                raise ConfigError(f"scheduler.tenant_weights.{tenant} must be positive, got {weight}")
+
+    def make_policy(self) -> SLOPolicy | FCFSPolicy:
+        """A fresh policy object (it keeps per-tenant counters, so one per loop)."""
+        if self.policy == "fcfs":
+            return FCFSPolicy(self.slo_targets)
+        return SLOPolicy(self.slo_targets, self.aging_s, FairShare(self.tenant_weights))
+
+
+def kv_cache_budget(config: LoopConfig, bytes_per_token: int, max_context: int, available_bytes: int) -> int:
+    """Bytes of KV cache to allocate: the configured amount, or for ``auto`` enough for
+    ``max_num_seqs`` sequences of ``max_context`` tokens, capped at ``kv_cache_memory_fraction``
+    of ``available_bytes`` but never below one block."""
+    if config.kv_cache_bytes is not None:
+        return config.kv_cache_bytes
+    wanted = config.scheduler.max_num_seqs * max_context * bytes_per_token
+    cap = int(available_bytes * config.kv_cache_memory_fraction)
+    return max(min(wanted, cap), config.block_size * bytes_per_token)
