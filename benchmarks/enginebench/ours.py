@@ -11,7 +11,7 @@ from enginebench.measure import drop_from_page_cache, log, memory_mib, now, repe
 from enginebench.spec import CHAT_MESSAGES, DECODE_PROMPTS, WorkerSpec
 
 METHODS = {
-    "pp": "wall time of infer(raw=True, max_tokens=1): tokenize + prefill + first token",
+    "pp": "wall time of infer(raw=True, max_tokens=1): tokenize + prefill + first token (prefix cache off)",
     "decode": "InferResult.timings: (tokens - 1) / (total_s - ttft_s), greedy, ignore_eos",
     "batch": "infer_batch: all tokens / wall time (the short prompts' prefill included)",
     "ttft": "wall time of chat(messages, max_tokens=1): template + tokenize + prefill + first token",
@@ -24,10 +24,13 @@ def measure(spec: WorkerSpec) -> dict:
     result = {"figures": {}, "info": {}, "notes": [], "methods": dict(METHODS)}
     import torch
 
+    from mcp.engine.loop_config import LoopConfig
     from mcp.runtime import RuntimeConfig, Session
 
     torch.set_num_threads(spec.threads)
-    session = Session(RuntimeConfig(device="cpu", num_threads=spec.threads))
+    # The prefix cache off: every run of the same prompt prefills it again, as in the other engines.
+    loop = LoopConfig(enable_prefix_caching=False)
+    session = Session(RuntimeConfig(device="cpu", num_threads=spec.threads, scheduler=loop))
     result["figures"]["rss_imports_mib"] = [memory_mib()["rss"]]
     result["info"]["resident_after_drop"] = drop_from_page_cache(spec.mcp_path)
     started = now()

@@ -18,12 +18,14 @@ and the loop serves the others. All times are ``time.monotonic()``.
 
 from __future__ import annotations
 
+import atexit
 import itertools
 import logging
 import os
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 
 import torch
@@ -44,6 +46,15 @@ from mcp.runtime.errors import EngineError, InvalidRequestError, RequestCancelle
 
 logger = logging.getLogger("mcp.engine.loop")
 _IDLE_WAIT_S = 0.005  # a step that scheduled nothing (a request preempted itself) waits this long
+# Loops still running when the interpreter exits are closed first: a loop thread left inside
+# torch while the process tears down its C++ state aborts it ("terminate called ...").
+_OPEN_LOOPS: weakref.WeakSet[EngineLoop] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_loops() -> None:
+    for loop in list(_OPEN_LOOPS):
+        loop.close()
 
 
 class EngineLoop:
@@ -67,6 +78,7 @@ class EngineLoop:
         self._closing = self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"mcp-loop-{name}", daemon=True)
         self._thread.start()
+        _OPEN_LOOPS.add(self)
 
     # -- the submitter's side -------------------------------------------------------------
     def submit(self, prompt_ids: Sequence[int], params: SamplingParams,
