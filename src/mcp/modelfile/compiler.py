@@ -253,61 +253,43 @@ def _loaders(tensor: SourceTensor, encoding: str) -> dict[str, Callable[[], Tens
     """name -> loader of the stored value, for each entry ``_specs`` gives the tensor."""
     if encoding == tensor.encoding:
         return {tensor.name: tensor.load}
-    if encoding == INT4_ENCODING:
-        int4 = _Int4Conversion(tensor)
-        return {tensor.name: int4.packed, tensor.name + QPARAMS_SUFFIX: int4.qparams,
-                tensor.name + SCALE_ZERO_SUFFIX: int4.scale_zero}
-    if encoding == INT8_ENCODING:
-        int8 = _Int8Conversion(tensor)
-        return {tensor.name: int8.codes, tensor.name + QPARAMS_SUFFIX: int8.scales}
+    if encoding in (INT4_ENCODING, INT8_ENCODING):
+        names = [spec.name for spec in _specs(tensor, encoding)]
+        split = _SplitTensor(tensor, names, _int4_parts if encoding == INT4_ENCODING else _int8_parts)
+        return {name: split.loader(name) for name in names}
     dtype = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[encoding]
     return {tensor.name: lambda: to_dense(tensor).to(dtype)}
 
 
-class _Int4Conversion:
-    """Re-lays a 4-bit GGUF tensor as packed int4, once; the writer fetches both parts."""
+def _int4_parts(tensor: SourceTensor, blocks: torch.Tensor) -> list[torch.Tensor]:
+    """A 4-bit GGUF tensor re-laid as packed int4: codes, qparams, the torch kernel's scale_zero."""
+    codes, qparams = codes_from_blocks(blocks, tensor.encoding, tensor.shape)
+    return [pack(codes, runtime_layout()), stored_qparams(qparams, tensor.encoding),
+            kernel_scale_and_zero(qparams, torch.bfloat16)]
 
-    def __init__(self, tensor: SourceTensor) -> None:
-        self._tensor = tensor
-        self._parts: dict[str, torch.Tensor] = {}
 
-    def packed(self) -> torch.Tensor:
-        return self._take("packed")
+def _int8_parts(tensor: SourceTensor, blocks: torch.Tensor) -> list[torch.Tensor]:
+    """A Q8_0 GGUF tensor split into int8 codes and its fp16 scales."""
+    return list(codes_from_q8_0(blocks, tensor.shape))
 
-    def qparams(self) -> torch.Tensor:
-        return self._take("qparams")
 
-    def scale_zero(self) -> torch.Tensor:
-        return self._take("scale_zero")
+class _SplitTensor:
+    """Converts a source tensor into the parts its header entries name, once; the writer
+    fetches each part once, so each is dropped as soon as it is written."""
 
-    def _take(self, part: str) -> torch.Tensor:
-        if not self._parts:
+    def __init__(self, tensor: SourceTensor, names: list[str],
+                 split: Callable[[SourceTensor, torch.Tensor], list[torch.Tensor]]) -> None:
+        self._tensor, self._names, self._split = tensor, names, split
+        self._parts: dict[str, torch.Tensor] | None = None
+
+    def loader(self, name: str) -> Callable[[], torch.Tensor]:
+        return lambda: self._take(name)
+
+    def _take(self, name: str) -> torch.Tensor:
+        if self._parts is None:
             blocks = torch.from_numpy(np.array(self._tensor.load()))  # a writable copy of the mmap
-            codes, qparams = codes_from_blocks(blocks, self._tensor.encoding, self._tensor.shape)
-            self._parts = {"packed": pack(codes, runtime_layout()), "qparams": stored_qparams(qparams, self._tensor.encoding),
-                           "scale_zero": kernel_scale_and_zero(qparams, torch.bfloat16)}
-        return self._parts.pop(part)  # the writer asks for each part once
-
-
-class _Int8Conversion:
-    """Splits a Q8_0 GGUF tensor into int8 codes and scales, once; the writer fetches both."""
-
-    def __init__(self, tensor: SourceTensor) -> None:
-        self._tensor = tensor
-        self._parts: dict[str, torch.Tensor] = {}
-
-    def codes(self) -> torch.Tensor:
-        return self._take("codes")
-
-    def scales(self) -> torch.Tensor:
-        return self._take("scales")
-
-    def _take(self, part: str) -> torch.Tensor:
-        if not self._parts:
-            blocks = torch.from_numpy(np.array(self._tensor.load()))
-            codes, scales = codes_from_q8_0(blocks, self._tensor.shape)
-            self._parts = {"codes": codes, "scales": scales}
-        return self._parts.pop(part)
+            self._parts = dict(zip(self._names, self._split(self._tensor, blocks)))
+        return self._parts.pop(name)
 
 
 def to_dense(tensor: SourceTensor) -> torch.Tensor:
