@@ -2,9 +2,9 @@
 
 Dense tensors already in the planned dtype stay in the file's memory map (zero copy: a
 warm load reads nothing); packed int4 tensors in the runtime kernel's byte order and grouped
-int8 tensors are used as stored. Anything else is converted once at load: GGUF 4-bit blocks are re-laid as int4,
-other blocks are dequantized, dense tensors are cast, and a tensor planned as int8 is
-quantized from its dequantized values.
+int8 tensors are used as stored. Anything else is converted once at load: GGUF 4-bit blocks
+are re-laid as int4, other blocks are dequantized, dense tensors are cast, and a tensor
+planned as int8 is quantized from its dequantized values.
 """
 
 from __future__ import annotations
