@@ -5,9 +5,9 @@ chose. ``Linear`` is a dense GEMM; ``NativeLinear`` runs the native kernels
 (``mcp.engine.kernels``: grouped int4 or int8, exact weights, fp32 sums) for few rows
 (decode) and a dense GEMM on the dequantized weight for many rows (prefill); ``Int4Linear``
 and ``Int8Linear`` do the same with PyTorch's packed int4 and weight-only int8 kernels.
-``LinearGroup`` is several projections of the same input (q/k/v, gate/up) returning one concatenated output: packed
-members are fused into one matrix at load, so a step makes one kernel call where it made
-three. Outputs come back in the activations' dtype.
+``LinearGroup`` is several projections of the same input (q/k/v, gate/up) returning one
+concatenated output: packed members are fused into one matrix at load, so a step makes one
+kernel call where it made three. Outputs come back in the activations' dtype.
 """
 
 from __future__ import annotations
