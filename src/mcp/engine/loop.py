@@ -67,7 +67,7 @@ class EngineLoop:
         self.storage = _storage(engine, config)
         self.kv = KVCacheManager(self.storage.num_blocks, config.block_size, config.enable_prefix_caching,
                                  config.sink_tokens, config.window_tokens)
-        self.scheduler = Scheduler(self.kv, config.make_policy(), config.scheduler)
+        self.scheduler = Scheduler(self.kv, config.make_policy(), config.scheduler, pacing=config.make_pacing())
         self.runner = ModelRunner(engine.model, self.storage)
         self._cond = threading.Condition()  # guards the scheduler, the KV manager and _live
         self._live: dict[str, LiveRequest] = {}

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from mcp.engine.scheduler.policy import FairShare, FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
+from mcp.engine.scheduler.step import PacingConfig
 from mcp.runtime.errors import ConfigError
 
 POLICIES = ("slo", "fcfs")
@@ -36,6 +37,7 @@ class LoopConfig:
     sink_tokens: int = 0  # with a window: the first tokens every later token still attends to
     window_tokens: int | None = None  # None: off; else each sequence keeps its sinks and its last window_tokens
     aging_s: float = 10.0  # a waiting request is promoted one class per aging_s seconds
+    pacing: bool = True  # slo only: lower classes may not stretch a step past a higher class's TPOT
     slo_targets: Mapping[SLOClass, SLOTarget] = field(default_factory=lambda: dict(DEFAULT_TARGETS))
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
 
@@ -68,6 +70,9 @@ class LoopConfig:
         if self.policy == "fcfs":
             return FCFSPolicy(self.slo_targets)
         return SLOPolicy(self.slo_targets, self.aging_s, FairShare(self.tenant_weights))
+
+    def make_pacing(self) -> PacingConfig:
+        return PacingConfig(enabled=self.pacing and self.policy == "slo")
 
 
 def kv_cache_budget(config: LoopConfig, bytes_per_token: int, max_context: int, available_bytes: int) -> int:

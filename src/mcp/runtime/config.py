@@ -70,6 +70,7 @@ class SchedulerSection(_Strict):
     sink_tokens: int = pydantic.Field(0, ge=0)
     window_tokens: int | None = None
     aging_s: float = pydantic.Field(10.0, gt=0)
+    pacing: bool = True
     slo_targets: dict[SLOClassName, SLOTargetSection] = {}
     tenant_weights: dict[str, float] = {}
 
@@ -203,6 +204,7 @@ def _loop_config(section: SchedulerSection, source: str) -> LoopConfig:
         sink_tokens=section.sink_tokens,
         window_tokens=section.window_tokens,
         aging_s=section.aging_s,
+        pacing=section.pacing,
         slo_targets=targets,
         tenant_weights=dict(section.tenant_weights),
     )

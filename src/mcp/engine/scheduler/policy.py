@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from mcp.engine.scheduler.request import Request
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
+from mcp.engine.scheduler.step import PacingConfig
 
 
 class FairShare:
@@ -41,6 +43,7 @@ class FairShare:
 class SLOPolicy:
     name = "slo"
     preempts_for_priority = True  # a waiting request may displace a running one of a lower class
+    paces_steps = True  # lower classes may not stretch a step past a higher class's TPOT (step.py)
 
     def __init__(self, targets: Mapping[SLOClass, SLOTarget] = DEFAULT_TARGETS, aging_s: float = 10.0,
                  fair_share: FairShare | None = None) -> None:
@@ -60,6 +63,13 @@ class SLOPolicy:
         return (self.effective_class(request, now), self.fair_share.virtual_tokens(request.tenant),
                 slack, request.arrival_s)
 
+    def allowance(self, request: Request, now: float, pacing: PacingConfig) -> float:
+        """Seconds the step may take before ``request``'s next token is late, less a margin;
+        at least ``pacing.min_allowance`` of its TPOT even when it is already late."""
+        target = self.targets[request.slo_class]
+        slack = request.next_deadline(target) - now
+        return max(slack - pacing.margin * target.tpot_s, pacing.min_allowance * target.tpot_s)
+
     def outranks(self, waiting: Request, running: Request, now: float) -> bool:
         """May ``waiting`` preempt ``running``? Only across classes, never within one."""
         return self.effective_class(waiting, now) < self.effective_class(running, now)
@@ -68,6 +78,7 @@ class SLOPolicy:
 class FCFSPolicy:
     name = "fcfs"
     preempts_for_priority = False
+    paces_steps = False
 
     def __init__(self, targets: Mapping[SLOClass, SLOTarget] = DEFAULT_TARGETS) -> None:
         self.targets = {**DEFAULT_TARGETS, **targets}
@@ -75,6 +86,12 @@ class FCFSPolicy:
 
     def key(self, request: Request, now: float) -> tuple:
         return (request.arrival_s,)
+
+    def effective_class(self, request: Request, now: float) -> int:
+        return 0  # one class: nothing is paced or preempted for another
+
+    def allowance(self, request: Request, now: float, pacing: PacingConfig) -> float:
+        return math.inf
 
     def outranks(self, waiting: Request, running: Request, now: float) -> bool:
         return False

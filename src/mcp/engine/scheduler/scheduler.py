@@ -18,6 +18,7 @@ model, so the tests drive it with hand-built outputs.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.scheduler.cost import StepCostModel
 from mcp.engine.scheduler.policy import FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.request import Request, RequestStatus
+from mcp.engine.scheduler.step import PacingConfig, StepBuilder
 from mcp.runtime.errors import CapacityError, InvalidRequestError
 
 
@@ -65,11 +67,13 @@ class SchedulerOutput:
 
 class Scheduler:
     def __init__(self, kv: KVCacheManager, policy: SLOPolicy | FCFSPolicy | None = None,
-                 config: SchedulerConfig = SchedulerConfig(), cost: StepCostModel | None = None) -> None:
+                 config: SchedulerConfig = SchedulerConfig(), cost: StepCostModel | None = None,
+                 pacing: PacingConfig | None = None) -> None:
         self.kv = kv
         self.policy = policy or SLOPolicy()
         self.config = config
         self.cost = cost or StepCostModel()
+        self.pacing = pacing or PacingConfig(enabled=self.policy.paces_steps)
         self.waiting: list[Request] = []
         self.running: list[Request] = []
         self._requests: dict[str, Request] = {}
@@ -108,79 +112,90 @@ class Scheduler:
 
     # -- one step -------------------------------------------------------------------------
     def schedule(self, now: float) -> SchedulerOutput:
-        """The work of the next step, and the requests preempted to make room for it."""
+        """The work of the next step, and the requests preempted to make room for it.
+
+        Running and waiting requests are visited in one rank order, so a waiting request of a
+        higher class gets the budget before a running one of a lower class; pacing
+        (``step.py``) keeps lower classes from stretching the step past a higher class's TPOT.
+        """
         expired = self._drop_expired(now)
-        budget = self.config.max_num_batched_tokens
-        chunks: dict[str, ScheduledChunk] = {}
-        preempted: list[Request] = []
-        self.running.sort(key=lambda r: self.policy.key(r, now))
-        for request in list(self.running):
-            if budget == 0:
+        step = StepBuilder(self.config.max_num_batched_tokens, self.cost.current(), self.pacing)
+        for request in self._in_rank_order(now):
+            if step.budget == 0:
                 break
-            if request.status is not RequestStatus.RUNNING:  # preempted earlier in this loop
-                continue
-            size = min(request.num_pending_tokens, budget)
-            while not self.kv.allocate(request.request_id, request.num_computed_tokens + size):
-                victim = self._worst_running(now)
-                budget += self._preempt(victim, chunks, preempted)
-                if victim is request:
-                    break
-            else:
-                chunks[request.request_id] = ScheduledChunk(request, request.num_computed_tokens, size)
-                budget -= size
-        self._schedule_waiting(now, budget, chunks, preempted)
-        return SchedulerOutput(list(chunks.values()), preempted, expired)
+            if request.status is RequestStatus.RUNNING:
+                self._schedule_running(request, now, step)
+            elif not step.waiting_blocked and request not in step.preempted:
+                self._schedule_waiting(request, now, step)
+        return SchedulerOutput(list(step.chunks.values()), step.preempted, expired)
 
-    def _schedule_waiting(self, now: float, budget: int, chunks: dict, preempted: list) -> None:
-        self.waiting.sort(key=lambda r: self.policy.key(r, now))
-        for request in list(self.waiting):
-            if budget == 0:
-                break
-            if request in preempted:  # not back in the step that preempted it
-                continue
-            room, refund = self._make_room(request, now, chunks, preempted)
-            budget += refund
-            if not room:
-                break  # the best waiting request cannot run yet: nothing behind it may jump it
-            cached = self.kv.start(request.request_id, request.token_ids)
-            request.num_computed_tokens = cached
-            size = min(request.num_pending_tokens, budget)
-            if not self.kv.allocate(request.request_id, cached + size):
-                self.kv.free(request.request_id)
-                request.num_computed_tokens = 0
-                break
-            self.waiting.remove(request)
-            self.running.append(request)
-            request.status = RequestStatus.RUNNING
-            chunks[request.request_id] = ScheduledChunk(request, cached, size)
-            budget -= size
+    def _in_rank_order(self, now: float) -> list[Request]:
+        keys = {r.request_id: self.policy.key(r, now) for r in self.running + self.waiting}
+        rank = lambda r: keys[r.request_id]  # noqa: E731
+        self.running.sort(key=rank)
+        self.waiting.sort(key=rank)
+        return list(heapq.merge(self.running, self.waiting, key=rank))
 
-    def _make_room(self, request: Request, now: float, chunks: dict, preempted: list) -> tuple[bool, int]:
+    def _schedule_running(self, request: Request, now: float, step: StepBuilder) -> None:
+        if request.status is not RequestStatus.RUNNING:  # preempted earlier in this step
+            return
+        effective_class = self.policy.effective_class(request, now)
+        size = min(request.num_pending_tokens, step.tokens_that_fit(effective_class))
+        if size == 0:
+            return  # paced out: it keeps its blocks and runs in a later step
+        while not self.kv.allocate(request.request_id, request.num_computed_tokens + size):
+            victim = self._worst_running(now)
+            self._preempt(victim, step)
+            if victim is request:
+                return
+        chunk = ScheduledChunk(request, request.num_computed_tokens, size)
+        step.add(chunk, effective_class, self.policy.allowance(request, now, self.pacing))
+
+    def _schedule_waiting(self, request: Request, now: float, step: StepBuilder) -> None:
+        effective_class = self.policy.effective_class(request, now)
+        if step.tokens_that_fit(effective_class) == 0:
+            return  # paced out of this step; requests behind it rank no higher
+        if not self._make_room(request, now, step):
+            step.waiting_blocked = True
+            return
+        cached = self.kv.start(request.request_id, request.token_ids)
+        request.num_computed_tokens = cached
+        size = min(request.num_pending_tokens, step.tokens_that_fit(effective_class))
+        if size == 0 or not self.kv.allocate(request.request_id, cached + size):
+            self.kv.free(request.request_id)
+            request.num_computed_tokens = 0
+            step.waiting_blocked = True
+            return
+        self.waiting.remove(request)
+        self.running.append(request)
+        request.status = RequestStatus.RUNNING
+        step.add(ScheduledChunk(request, cached, size), effective_class,
+                 self.policy.allowance(request, now, self.pacing))
+
+    def _make_room(self, request: Request, now: float, step: StepBuilder) -> bool:
         """Free a batch slot and the blocks for ``request``'s first chunk, preempting lower
-        classes if the policy allows. Returns (room made, budget the preempted chunks had)."""
-        refund = 0
+        classes if the policy allows."""
         first_chunk = min(request.num_tokens, self.config.max_num_batched_tokens)
         while True:
             if len(self.running) < self.config.max_num_seqs and self.kv.can_allocate(request.request_id, first_chunk):
-                return True, refund
+                return True
             victim = self._worst_running(now) if self.running else None
             if victim is None or not self.policy.outranks(request, victim, now):
-                return False, refund
-            refund += self._preempt(victim, chunks, preempted)
+                return False
+            self._preempt(victim, step)
 
     def _worst_running(self, now: float) -> Request:
         return max(self.running, key=lambda r: self.policy.key(r, now))
 
-    def _preempt(self, victim: Request, chunks: dict, preempted: list) -> int:
-        """Send a running request back to the queue; returns the budget its chunk had."""
+    def _preempt(self, victim: Request, step: StepBuilder) -> None:
+        """Send a running request back to the queue, taking its chunk out of the step."""
         self.running.remove(victim)
         self.kv.free(victim.request_id)
         victim.status, victim.num_computed_tokens = RequestStatus.WAITING, 0
         victim.num_preemptions += 1
         self.waiting.append(victim)
-        preempted.append(victim)
-        chunk = chunks.pop(victim.request_id, None)
-        return chunk.num_tokens if chunk else 0
+        step.preempted.append(victim)
+        step.drop(victim.request_id)
 
     def update(self, output: SchedulerOutput, sampled: Mapping[str, int], now: float,
                step_seconds: float | None = None) -> list[Request]:
@@ -219,16 +234,31 @@ class Scheduler:
         cost = self.cost.current()
         return steps * cost.step_seconds(min(tokens, budget) + decode_tokens, decode_tokens + 1)
 
+    def predicted_tpot(self, request: Request, now: float) -> float:
+        """Seconds a decode step would take with ``request`` and every request that pacing
+        cannot hold back for it (those of its class or higher) decoding together."""
+        effective_class = self.policy.effective_class(request, now)
+        peers = sum(self.policy.effective_class(r, now) <= effective_class for r in self.running + self.waiting)
+        num_decoding = min(peers + 1, self.config.max_num_seqs)
+        return self.cost.current().step_seconds(num_decoding, num_decoding)
+
     def _admit_or_refuse(self, request: Request, now: float) -> None:
         if not isinstance(self.policy, SLOPolicy) or len(self.waiting) < self.config.max_waiting:
             return
-        target = self.policy.targets[request.slo_class].ttft_s
+        name, target = request.slo_class.name.lower(), self.policy.targets[request.slo_class]
         predicted = self.predicted_ttft(request, now)
-        if predicted > target:
+        if predicted > target.ttft_s:
             raise CapacityError(
-                f"the engine is saturated: {len(self.waiting)} requests wait and a {request.slo_class.name.lower()} "
-                f"request would get its first token in ~{predicted:.1f} s, past its {target:.1f} s target; retry later",
-                retry_after_s=round(predicted - target, 3),
+                f"the engine is saturated: {len(self.waiting)} requests wait and a {name} request would get its "
+                f"first token in ~{predicted:.1f} s, past its {target.ttft_s:.1f} s target; retry later",
+                retry_after_s=round(predicted - target.ttft_s, 3),
+            )
+        per_token = self.predicted_tpot(request, now)
+        if per_token > target.tpot_s:
+            raise CapacityError(
+                f"the engine is saturated: {len(self.waiting)} requests wait and a {name} request would decode at "
+                f"~{1000 * per_token:.0f} ms a token, past its {1000 * target.tpot_s:.0f} ms target; retry later",
+                retry_after_s=round(self.predicted_ttft(request, now), 3),
             )
 
     def _drop_expired(self, now: float) -> list[Request]:
