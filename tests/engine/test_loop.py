@@ -20,7 +20,8 @@ from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
-from mcp.runtime.errors import CapacityError, ContextLengthError, InvalidRequestError, RequestCancelled
+from mcp.runtime.errors import (CapacityError, ContextLengthError, EngineError, InvalidRequestError,
+                                RequestCancelled)
 
 TEXTS = [
     "The capital of France is",
@@ -193,6 +194,28 @@ def test_cancel_ends_the_request_and_frees_its_blocks(engine, loop, prompts):
     loop.kv.check_invariants()
     params = greedy(5)
     assert tokens(loop.submit(prompts[1], params)) == alone(engine, prompts[1], params)  # serves on
+
+
+def test_a_failing_step_ends_its_requests_with_an_error_and_the_loop_serves_on(engine, loop, prompts, monkeypatch):
+    # Fault injection: the runner raises in one step, as an allocation failure would.
+    real_execute, calls = loop.runner.execute, []
+
+    def execute_failing_once(chunks):
+        calls.append(len(chunks))
+        if len(calls) == 3:
+            raise RuntimeError("cannot allocate 1048576 bytes")
+        return real_execute(chunks)
+
+    monkeypatch.setattr(loop.runner, "execute", execute_failing_once)
+    handles = [loop.submit(ids, greedy(20)) for ids in prompts[:2]]
+    for handle in handles:
+        with pytest.raises(EngineError, match=r"cannot allocate 1048576 bytes\); the request was ended and its KV"):
+            handle.wait()
+        assert handle.outcome.finish_reason == "error" and handle.outcome.num_output_tokens == 2
+    assert all_blocks_free(loop)
+    loop.kv.check_invariants()
+    params = greedy(6)
+    assert tokens(loop.submit(prompts[3], params)) == alone(engine, prompts[3], params)  # serves on
 
 
 def test_cancel_while_waiting_and_twice_is_harmless(engine, prompts):
