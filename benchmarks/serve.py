@@ -4,8 +4,9 @@ Systems (``--systems``, in this order; the first is compared with the others):
 
 - ``slo``: our engine in process, ``scheduler.policy: slo``, each request's class and tenant passed;
 - ``fcfs``: the same engine with ``scheduler.policy: fcfs`` (the classes are passed and ignored);
-- ``llamacpp``: llama.cpp through its OpenAI API: ``--llama-url`` of a running ``llama-server
-  --parallel N``, or ``python -m llama_cpp.server`` started here when its extra is installed;
+- ``llamacpp``: llama.cpp through its OpenAI API: ``--llama-url`` of a running server, or one
+  started here: the C++ ``llama-server --parallel N`` when built (``servebench/build_llama_server.sh``,
+  or ``--llama-server PATH``), else ``python -m llama_cpp.server`` when its extra is installed;
 - ``sdk``: our SDK with the session's default config and no SLO options (works on any build).
 
 Prints each system's SLO report, then per class attainment and goodput and the throughput side
@@ -98,21 +99,37 @@ def _llama_target(args: argparse.Namespace, stack: ExitStack, notes: list[str]):
     options = {"ignore_eos": True}
     url = args.llama_url
     if url is None:
-        reason = llama_server.why_not_startable()
-        if reason is not None:
-            notes.append(f"llamacpp: not run: {reason}; or give --llama-url of a running llama-server")
+        url, options = _start_llama_server(args, stack, notes)
+        if url is None:
             return None
-        from mcp.modelfile import catalog
-
-        gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
-        log = Path(tempfile.gettempdir()) / "serve-llama-server.log"
-        url = stack.enter_context(llama_server.started_server(gguf, args.threads, 2048, log))
-        options = {"ignore_eos": False, "extra_body": {"logit_bias": llama_server.eos_logit_bias(gguf)}}
-        notes.append("llamacpp: python -m llama_cpp.server on the same GGUF (one request at a time, no continuous "
-                     "batching; EOS kept out by logit_bias as it has no ignore_eos)")
     target = OpenAIHTTPTarget(url, args.llama_model, endpoint="chat", send_slo_options=False, **options)
     stack.callback(target.close)
     return target
+
+
+def _start_llama_server(args: argparse.Namespace, stack: ExitStack, notes: list[str]) -> tuple[str | None, dict]:
+    """The C++ llama-server when built, else ``python -m llama_cpp.server``; (None, {}) if neither runs here."""
+    from mcp.modelfile import catalog
+
+    binary = args.llama_server or (llama_server.BUILT_BINARY if llama_server.BUILT_BINARY.exists() else None)
+    reason = None if binary is not None else llama_server.why_not_startable()
+    if reason is not None:
+        notes.append(f"llamacpp: not run: {reason}; or build llama-server "
+                     "(benchmarks/servebench/build_llama_server.sh) or give --llama-url")
+        return None, {}
+    gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
+    log = Path(tempfile.gettempdir()) / "serve-llama-server.log"
+    if binary is not None:
+        command = lambda port: llama_server.cpp_server_command(  # noqa: E731
+            binary, gguf, args.threads, 2048, args.llama_parallel, port)
+        notes.append(f"llamacpp: the C++ llama-server on the same GGUF, --parallel {args.llama_parallel} "
+                     f"(continuous batching), {args.threads} threads")
+        return stack.enter_context(llama_server.started_server(command, log)), {"ignore_eos": True}
+    command = lambda port: llama_server.python_server_command(gguf, args.threads, 2048, port)  # noqa: E731
+    notes.append("llamacpp: python -m llama_cpp.server on the same GGUF (one request at a time, no continuous "
+                 "batching; EOS kept out by logit_bias as it has no ignore_eos)")
+    url = stack.enter_context(llama_server.started_server(command, log))
+    return url, {"ignore_eos": False, "extra_body": {"logit_bias": llama_server.eos_logit_bias(gguf)}}
 
 
 def _report_lines(spec, rate: float, runs: list) -> list[str]:
@@ -152,6 +169,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model", default="smollm2-135m-instruct", help="ours: a .mcp path or a catalog name")
     parser.add_argument("--llama-url", help="a running llama-server (e.g. llama-server -m X.gguf --parallel 8)")
     parser.add_argument("--llama-model", default="smollm2", help="the model name to send to --llama-url")
+    parser.add_argument("--llama-server", type=Path,
+                        help="a llama-server binary to start (default: .cache/llama-server/llama-server if built)")
+    parser.add_argument("--llama-parallel", type=int, default=8, help="slots of a llama-server started here")
     parser.add_argument("--threads", type=int, default=2, help="threads of a llama.cpp server started here")
     parser.add_argument("--scenario", choices=("poisson", "gamma", "bursty-zipf", "mixed"), default="mixed")
     parser.add_argument("--rate", type=float, help="requests/s (default: --load x the single-stream rate)")
