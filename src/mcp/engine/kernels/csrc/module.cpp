@@ -28,13 +28,13 @@ bool read_ints(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, lon
   return true;
 }
 
-// matmul(kind, x, x_bf16, M, K, N, codes, qparams, qparams_f16, out, out_bf16, num_threads)
+// matmul(kind, x, x_bf16, M, K, N, codes, qparams, qparams_f16, out, out_bf16, num_threads, int8_dots)
 PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[12];
-  if (!read_ints(args, nargs, 12, v)) return nullptr;
+  long long v[13];
+  if (!read_ints(args, nargs, 13, v)) return nullptr;
   MatmulArgs a{static_cast<WeightKind>(v[0]), nullptr, v[3], v[4], v[5], nullptr,
                reinterpret_cast<const void*>(v[6]), reinterpret_cast<const void*>(v[7]), v[8] != 0,
-               reinterpret_cast<void*>(v[9]), v[10] != 0};
+               reinterpret_cast<void*>(v[9]), v[10] != 0, v[12] != 0};
   const int num_threads = static_cast<int>(v[11]);
   static thread_local std::vector<float> widened;
   Py_BEGIN_ALLOW_THREADS
@@ -64,6 +64,17 @@ PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// quantize(x, M, K, q, d): fp32 rows -> int8 blocks of 32 and their scales (tests read them)
+PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  long long v[5];
+  if (!read_ints(args, nargs, 5, v)) return nullptr;
+  Py_BEGIN_ALLOW_THREADS
+  mcp_kernels::quantize_rows(reinterpret_cast<const float*>(v[0]), v[1], v[2], reinterpret_cast<int8_t*>(v[3]),
+                             reinterpret_cast<float*>(v[4]));
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 PyObject* py_isa(PyObject*, PyObject*) { return PyUnicode_FromString(mcp_kernels::isa_name()); }
 
 PyObject* py_set_isa(PyObject*, PyObject* name) {
@@ -77,6 +88,8 @@ PyMethodDef methods[] = {
      "out = x @ W.T for a quantized W (raw pointers; see mcp.engine.kernels)"},
     {"dequantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_dequantize)), METH_FASTCALL,
      "the values of a quantized W (raw pointers; see mcp.engine.kernels)"},
+    {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_quantize)), METH_FASTCALL,
+     "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
     {"isa", py_isa, METH_NOARGS, "the instruction set the kernels use"},
     {"set_isa", py_set_isa, METH_O, "force an instruction set: avx512, avx2 or scalar; False if unsupported"},
     {nullptr, nullptr, 0, nullptr},
