@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,7 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+#include "vec.inc"
 }  // namespace avx512
 #pragma GCC pop_options
 
@@ -126,6 +128,7 @@ struct IntOps {
   static float hsum(Acc v) { return Isa::hsum(v); }
 };
 #include "qdot.inc"
+#include "vec.inc"
 }  // namespace avx2
 #pragma GCC pop_options
 #endif  // __x86_64__
@@ -193,6 +196,7 @@ struct IntOps {
   static float hsum(Acc v) { return v; }
 };
 #include "qdot.inc"
+#include "vec.inc"
 }  // namespace scalar
 
 namespace {
@@ -246,6 +250,36 @@ void parallel_rows(int64_t num_rows, int num_threads, const Fn& fn) {
 }
 
 }  // namespace
+
+void parallel_tasks(int64_t num_tasks, int num_threads, const std::function<void(int64_t)>& fn) {
+  static const pid_t parent = getpid();  // GNU OpenMP is not fork-safe (see parallel_rows)
+  if (num_threads <= 1 || num_tasks <= 1 || getpid() != parent) {
+    for (int64_t task = 0; task < num_tasks; ++task) fn(task);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(num_threads)
+  for (int64_t task = 0; task < num_tasks; ++task) fn(task);
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  switch (current_isa()) {
+#if defined(__x86_64__)
+    case Isa::kAvx512: return avx512::dot_f32(a, b, n);
+    case Isa::kAvx2: return avx2::dot_f32(a, b, n);
+#endif
+    default: return scalar::dot_f32(a, b, n);
+  }
+}
+
+void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
+  switch (current_isa()) {
+#if defined(__x86_64__)
+    case Isa::kAvx512: avx512::axpy_f32(alpha, x, y, n); break;
+    case Isa::kAvx2: avx2::axpy_f32(alpha, x, y, n); break;
+#endif
+    default: scalar::axpy_f32(alpha, x, y, n);
+  }
+}
 
 const char* isa_name() {
   switch (current_isa()) {

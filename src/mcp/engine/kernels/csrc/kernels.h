@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 namespace mcp_kernels {
 
@@ -105,5 +106,11 @@ void matmul(const MatmulArgs& args, int num_threads);
 // q = round-half-even(x * (1 / d)), so x ≈ d * q with |x - d * q| <= d / 2 (q = 0 where d = 0).
 void quantize_rows(const float* x, int64_t M, int64_t K, int8_t* q, float* d);
 void dequantize(const DequantArgs& args, int num_threads);
+
+// fn(task) for every task in [0, num_tasks), spread over OpenMP threads (torch's team).
+void parallel_tasks(int64_t num_tasks, int num_threads, const std::function<void(int64_t)>& fn);
+// sum a[i] * b[i], and y += alpha * x, on the current instruction set.
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 
 }  // namespace mcp_kernels
