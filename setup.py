@@ -14,8 +14,8 @@ setup(
     ext_modules=[
         Extension(
             "mcp.engine.kernels._cpu",
-            sources=[f"{KERNELS}/module.cpp", f"{KERNELS}/kernels.cpp"],
-            depends=[f"{KERNELS}/kernels.h", f"{KERNELS}/tiles.inc"],
+            sources=[f"{KERNELS}/module.cpp", f"{KERNELS}/kernels.cpp", f"{KERNELS}/decode.cpp"],
+            depends=[f"{KERNELS}/kernels.h", f"{KERNELS}/tiles.inc", f"{KERNELS}/qdot.inc", f"{KERNELS}/vec.inc", f"{KERNELS}/decode.h"],
             # -fopenmp: libgomp.so.1, which resolves to torch's own copy when torch is loaded
             # first, so the kernels share torch's OpenMP threads (see kernels.cpp)
             extra_compile_args=["-std=c++20", "-O3", "-ffp-contract=off", "-fno-math-errno", "-fopenmp"],

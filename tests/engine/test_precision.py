@@ -147,3 +147,31 @@ def test_engine_dequantizer_is_ggufs_on_the_real_file(smollm2_gguf):
     rows, cols = int(tensor.shape[1]), int(tensor.shape[0])
     ours = dequantize(torch.from_numpy(np.array(tensor.data)).reshape(rows, -1), "q4_1", (rows, cols))
     assert np.array_equal(ours.numpy(), gguf.quants.dequantize(np.array(tensor.data), tensor.tensor_type).reshape(rows, cols))
+
+
+NATIVE_ONLY = tuple(t for t in TENSORS if t.name not in (UP, K_PROJ))  # every matrix runs a native kernel
+
+
+def test_native_decode_defaults_to_exact_dots_and_the_native_step():
+    plan = resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3_NATIVE)
+    assert (plan.decode_dots, plan.decode_step) == ("exact", "native")
+    assert plan.summary() == "mcp-int4×2 mcp-int8×1 / act fp32 / native step"
+    assert "decode       exact dots, native step" in plan.describe()
+
+
+def test_int8_dots_and_the_torch_step_can_be_chosen():
+    plan = resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3_NATIVE, decode_dots="int8", native_step=False)
+    assert (plan.decode_dots, plan.decode_step) == ("int8", "torch")
+    assert plan.summary() == "mcp-int4×2 mcp-int8×1 / act fp32 / int8 dots"
+
+
+def test_the_native_step_needs_every_matrix_native():
+    assert resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE).decode_step == "torch"  # a Q6_K tensor stays dense
+    assert resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3).decode_step == "torch"  # PyTorch's kernels
+    plan = resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3)
+    assert plan.decode_dots == "exact"  # no native kernel runs: nothing is quantized
+
+
+def test_unknown_decode_dots_are_refused():
+    with pytest.raises(ConfigError, match="decode_dots must be one of auto, int8, exact"):
+        resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE, decode_dots="int4")

@@ -27,6 +27,8 @@ class EngineOptions:
     max_context: int | None = None  # cap below the model's own context length
     cache_prefill_weights: bool = False  # keep dense copies of int4 weights for prefill GEMMs
     native_kernels: bool = True  # use mcp.engine.kernels on a CPU when built (False: PyTorch's kernels)
+    decode_dots: str = "auto"  # native decode kernels: auto (= exact) | exact (fp32) | int8 (quantized activations)
+    native_step: bool = True  # decode steps as one C++ call where the plan allows (all native, fp32)
 
 
 def resolve_device(spec: str) -> torch.device:
@@ -59,7 +61,7 @@ class NativeEngine:
         self.hardware = Hardware.detect(self.device, options.native_kernels)
         self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
                                           options.precision, options.precision_overrides,
-                                          options.cache_prefill_weights)
+                                          options.cache_prefill_weights, options.decode_dots, options.native_step)
         self.max_context = _max_context(header.architecture.max_position_embeddings, options.max_context)
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
         weights = ModelWeights(model_file, self.plan, self.device, options.cache_prefill_weights)

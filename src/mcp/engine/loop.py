@@ -68,7 +68,8 @@ class EngineLoop:
         self.kv = KVCacheManager(self.storage.num_blocks, config.block_size, config.enable_prefix_caching,
                                  config.sink_tokens, config.window_tokens)
         self.scheduler = Scheduler(self.kv, config.make_policy(), config.scheduler, pacing=config.make_pacing())
-        self.runner = ModelRunner(engine.model, self.storage)
+        self.runner = ModelRunner(engine.model, self.storage, engine.plan.decode_step == "native",
+                                  engine.plan.decode_max_rows)
         self._cond = threading.Condition()  # guards the scheduler, the KV manager and _live
         self._live: dict[str, LiveRequest] = {}
         self._inbox: list[LiveRequest] = []  # submitted, on_sequence_start not yet fired

@@ -43,6 +43,12 @@ DECODE_MAX_ROWS_DEQUANTIZING = 128
 # row by it, so the GEMM pays from a few rows (see RESULTS.md, "prefill row limit").
 DECODE_MAX_ROWS_NATIVE = 16
 NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
+# How the native decode kernels multiply: "exact" (what "auto" picks) multiplies the exact
+# weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32
+# and multiplies in integer SIMD (llama.cpp's way: ~1.5x faster layer kernels, but top-1
+# agreement with fp32 drops from 100% to ~92% and a sequence's tokens then depend on what
+# shares its steps; see RESULTS.md), the sensitive output head excepted.
+DECODE_DOTS = ("auto", "int8", "exact")
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,8 @@ class ResolvedPlan:
     activations: str
     hardware: str
     decode_max_rows: int = DECODE_MAX_ROWS  # calls of more rows run the prefill kernel
+    decode_dots: str = "exact"  # native decode kernels: "int8" (quantized activations) or "exact"
+    decode_step: str = "torch"  # "native": a decode step is one C++ call (models/llama_step.py)
 
     @property
     def compute_precision(self) -> str:
@@ -118,11 +126,14 @@ class ResolvedPlan:
         """One line: decode kernels with counts, activations; e.g. 'int4pack×210 dense-bf16×1 / bf16'."""
         counts = Counter(plan.decode for plan in self.by_tensor.values())
         kernels = " ".join(f"{kernel}×{n}" for kernel, n in counts.most_common())
-        return f"{kernels} / act {self.activations}"
+        extras = ([" / int8 dots"] if self.decode_dots == "int8" else []) + \
+            ([" / native step"] if self.decode_step == "native" else [])
+        return f"{kernels} / act {self.activations}{''.join(extras)}"
 
     def describe(self) -> list[str]:
         lines = [f"hardware     {self.hardware}", f"activations  {self.activations}",
-                 f"prefill      calls of more than {self.decode_max_rows} rows"]
+                 f"prefill      calls of more than {self.decode_max_rows} rows",
+                 f"decode       {self.decode_dots} dots, {self.decode_step} step"]
         groups = Counter((plan.decode, plan.prefill) for plan in self.by_tensor.values())
         for (decode, prefill), n in groups.most_common():
             lines.append(f"{n:4} tensors  decode {decode:<11} prefill {prefill}")
@@ -136,8 +147,12 @@ def resolve(
     forced: str | None = None,
     overrides: tuple[tuple[str, str], ...] = (),
     cache_prefill_weights: bool = False,
+    decode_dots: str = "auto",
+    native_step: bool = True,
 ) -> ResolvedPlan:
     """Pick kernels for every weight matrix (1-D tensors stay fp32 and are not listed)."""
+    if decode_dots not in DECODE_DOTS:
+        raise ConfigError(f"decode_dots must be one of {', '.join(DECODE_DOTS)}, got {decode_dots!r}")
     if forced not in (None, "auto") and forced not in PRECISION_CHOICES:
         raise ConfigError(f"precision must be one of {', '.join(PRECISION_CHOICES)}, got {forced!r}")
     for pattern, precision in overrides:
@@ -149,8 +164,12 @@ def resolve(
             continue  # not a weight matrix: a vector, or the scales of a quantized one
         wanted = _requested(spec.name, file_plan, forced, overrides)
         plan[spec.name] = choose_kernels(spec, wanted, hardware)
-    return ResolvedPlan(plan, _activations(file_plan, forced, hardware), hardware.describe(),
-                        _decode_max_rows(plan, hardware, cache_prefill_weights))
+    activations = _activations(file_plan, forced, hardware)
+    all_native = bool(plan) and all(p.decode in NATIVE_KERNELS for p in plan.values())
+    dots = "exact" if decode_dots == "auto" else decode_dots
+    step = "native" if native_step and all_native and activations == "fp32" else "torch"
+    return ResolvedPlan(plan, activations, hardware.describe(), _decode_max_rows(plan, hardware, cache_prefill_weights),
+                        dots if any(p.decode in NATIVE_KERNELS for p in plan.values()) else "exact", step)
 
 
 def _decode_max_rows(plan: dict[str, TensorPlan], hardware: Hardware, cache_prefill_weights: bool) -> int:

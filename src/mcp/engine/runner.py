@@ -19,6 +19,7 @@ from mcp.engine.kv.manager import DROPPED_BLOCK
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.attention import PagedAttentionInputs, paged_attention_inputs
 from mcp.engine.models.llama import LlamaForCausalLM
+from mcp.engine.models.llama_step import NativeDecodeStep
 from mcp.runtime.errors import ConfigError
 
 
@@ -53,9 +54,15 @@ def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int) -
 
 
 class ModelRunner:
-    """Runs steps of chunks through ``model`` on ``storage``. One step at a time."""
+    """Runs steps of chunks through ``model`` on ``storage``. One step at a time.
 
-    def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage) -> None:
+    ``native_step``: a step of one-token chunks only (decodes), at most ``decode_max_rows``
+    of them, runs as one C++ call (``models/llama_step.py``) where the model allows it; every
+    other step runs the torch modules.
+    """
+
+    def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage, native_step: bool = False,
+                 decode_max_rows: int = 16) -> None:
         arch = model.arch
         expected = (arch.num_layers, arch.num_kv_heads, arch.head_dim, model.dtype)
         found = (storage.num_layers, storage.num_kv_heads, storage.head_dim, storage.dtype)
@@ -65,12 +72,17 @@ class ModelRunner:
         self.model = model
         self.storage = storage
         self.device = model.embed_tokens.device
+        self.native_step = NativeDecodeStep.for_model(model, storage) if native_step else None
+        self.decode_max_rows = decode_max_rows
 
     @torch.inference_mode()
     def execute(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
         """Run one step; fp32 logits [number of sampling chunks, vocab], in the chunks' order."""
         self._check(chunks)
         self.storage.zero_until(max(max(c.block_table) for c in chunks) + 1)
+        if self.native_step is not None and len(chunks) <= self.decode_max_rows and \
+                all(len(c.token_ids) == 1 for c in chunks):
+            return self._native_decode(chunks)
         # Decodes first and together, so that they attend in one SDPA; then each prefill chunk.
         order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].token_ids) != 1)
         ordered = [chunks[i] for i in order]
@@ -82,6 +94,14 @@ class ModelRunner:
         ids = torch.tensor([[t for c in ordered for t in c.token_ids]], device=self.device)  # [1, N]
         hidden = self.model(ids, self.storage, inputs)  # [1, N, hidden]
         return self.model.compute_logits(hidden[0, _sampled_tokens(chunks, order, self.device)])
+
+    def _native_decode(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
+        """One token per chunk, in the chunks' order, through the native step."""
+        ids = torch.tensor([c.token_ids[0] for c in chunks], device=self.device)  # [N]
+        x = self.model.embed_tokens(ids).to(torch.float32).contiguous()  # [N, hidden]
+        hidden = self.native_step(x, [c.start for c in chunks], [c.block_table for c in chunks])
+        sampled = [i for i, c in enumerate(chunks) if c.samples]
+        return self.model.compute_logits(hidden if len(sampled) == len(chunks) else hidden[sampled])
 
     def _check(self, chunks: Sequence[StepChunk]) -> None:
         if not chunks:

@@ -31,6 +31,8 @@ class RuntimeSection(_Strict):
     precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] = "auto"
     precision_overrides: dict[str, Literal["auto", "fp32", "bf16", "f16", "int4", "int8"]] = {}
     cache_prefill_weights: bool = False
+    decode_dots: Literal["auto", "int8", "exact"] = "auto"
+    native_step: bool = True
     max_context: int | Literal["auto"] = "auto"
     verify_models: bool = False
     model_dir: str | None = None
@@ -107,6 +109,8 @@ class RuntimeConfig:
     precision: str = "auto"
     precision_overrides: tuple[tuple[str, str], ...] = ()  # (fnmatch pattern, precision), first wins
     cache_prefill_weights: bool = False
+    decode_dots: str = "auto"  # native decode kernels: auto | int8 | exact (see engine/precision.py)
+    native_step: bool = True  # decode steps as one C++ call where the plan allows
     max_context: int | None = None
     verify_models: bool = False
     model_dir: Path = field(default_factory=Path.cwd)
@@ -171,6 +175,8 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
         precision=rt.precision,
         precision_overrides=tuple(rt.precision_overrides.items()),
         cache_prefill_weights=rt.cache_prefill_weights,
+        decode_dots=rt.decode_dots,
+        native_step=rt.native_step,
         max_context=None if rt.max_context == "auto" else rt.max_context,
         verify_models=rt.verify_models,
         model_dir=(base_dir / rt.model_dir).resolve() if rt.model_dir else base_dir,

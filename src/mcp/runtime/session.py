@@ -71,6 +71,8 @@ class Session:
             precision_overrides=self.config.precision_overrides,
             max_context=self.config.max_context,
             cache_prefill_weights=self.config.cache_prefill_weights,
+            decode_dots=self.config.decode_dots,
+            native_step=self.config.native_step,
         )
         check = self.config.verify_models if verify is None else verify
         engine = _load_on_a_passing_thread(path, check, options)

@@ -10,6 +10,12 @@ of scales to read per token, the same values.
 ``W.matmul(x)`` computes x @ W.T for x [..., K] in fp32 or bf16, with the weights
 dequantized in registers exactly as ``W.dequantize()`` gives them and fp32 sums; it reads
 the quantized bytes once per call however many rows x has, which is what decode needs.
+``W.matmul(x, int8_dots=True)`` first quantizes each row of x to int8 blocks of 32
+(``quantize_activations``: scale max|x|/127, round half to even, as llama.cpp's Q8_0) and
+multiplies the codes in integer SIMD (AVX2 ``maddubs``/``madd``), one fp32 multiply-add per
+block; the int4 offsets meet the exact fp32 block sums of x. Each output then differs from
+the exact product by at most sum over blocks of |scale_g| * (d_g / 2) * sum |q_g| (d_g the
+block's activation scale), plus fp32 rounding.
 
 The C++ (``csrc/``) is built by ``pip install`` as ``mcp.engine.kernels._cpu``, with an
 AVX-512, an AVX2 and a plain C++ build of each kernel chosen at run time, and splits the
@@ -54,6 +60,18 @@ def set_isa(name: str) -> None:
                          f"(best here: run the default); choose avx512, avx2 or scalar")
 
 
+def quantize_activations(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 rows x [M, K] -> int8 codes [M, K] and scales [M, K/32] as ``int8_dots`` makes them."""
+    if x.dtype != torch.float32 or x.dim() != 2 or x.shape[1] % GROUP_SIZE or not x.is_cpu:
+        raise ValueError(f"x must be a CPU float32 tensor [M, K], K a multiple of {GROUP_SIZE}; "
+                         f"got {x.dtype} {list(x.shape)}")
+    x = x.contiguous()
+    codes = torch.empty(x.shape, dtype=torch.int8)
+    scales = torch.empty(x.shape[0], x.shape[1] // GROUP_SIZE, dtype=torch.float32)
+    _require().quantize(x.data_ptr(), x.shape[0], x.shape[1], codes.data_ptr(), scales.data_ptr())
+    return codes, scales
+
+
 @dataclass(frozen=True)
 class QuantMatrix:
     """A quantized weight [N, K] in one of the two forms the module docstring gives."""
@@ -94,8 +112,9 @@ class QuantMatrix:
     def out_features(self) -> int:
         return self.codes.shape[0]
 
-    def matmul(self, x: torch.Tensor, out_dtype: torch.dtype | None = None) -> torch.Tensor:
-        """x [..., K] fp32 or bf16 -> x @ W.T [..., N] in ``out_dtype`` (default x's dtype)."""
+    def matmul(self, x: torch.Tensor, out_dtype: torch.dtype | None = None, int8_dots: bool = False) -> torch.Tensor:
+        """x [..., K] fp32 or bf16 -> x @ W.T [..., N] in ``out_dtype`` (default x's dtype);
+        ``int8_dots``: x quantized to int8 blocks and integer products (see the module doc)."""
         n, k = self.shape
         if x.dtype not in _OUT_DTYPES or x.shape[-1] != k or not x.is_cpu:
             raise ValueError(f"x must be a CPU float32/bfloat16 tensor [..., {k}], got {x.dtype} {list(x.shape)}")
@@ -105,7 +124,8 @@ class QuantMatrix:
         out = torch.empty(*x.shape[:-1], n, dtype=out_dtype)
         codes, qparams, qparams_f16 = self._call_args
         _cpu.matmul(_KINDS[self.kind], x.data_ptr(), x.dtype == torch.bfloat16, x.numel() // k, k, n,
-                    codes, qparams, qparams_f16, out.data_ptr(), out_dtype == torch.bfloat16, torch.get_num_threads())
+                    codes, qparams, qparams_f16, out.data_ptr(), out_dtype == torch.bfloat16, torch.get_num_threads(),
+                    int8_dots)
         return out
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -78,13 +78,15 @@ class PackedLinear(torch.nn.Module, abc.ABC):
 
 class NativeLinear(PackedLinear):
     """A grouped int4 or int8 weight (``QuantMatrix``) on the native kernels: the decode
-    path takes fp32 or bf16 activations as they are and returns them in the same dtype."""
+    path takes fp32 or bf16 activations as they are and returns them in the same dtype,
+    with exact fp32 products or, ``int8_dots``, activations quantized to int8 blocks."""
 
     def __init__(self, matrix: QuantMatrix, bias: torch.Tensor | None, prefill_dtype: torch.dtype,
-                 cache_dense: bool, decode_max_rows: int) -> None:
+                 cache_dense: bool, decode_max_rows: int, int8_dots: bool = False) -> None:
         n, k = matrix.shape
         super().__init__(n, k, bias, prefill_dtype, decode_max_rows)
         self.matrix = matrix
+        self.int8_dots = int8_dots
         # registered so that module introspection (buffers(), memory accounting) sees them
         self.register_buffer("codes", matrix.codes, persistent=False)
         self.register_buffer("qparams", matrix.qparams, persistent=False)
@@ -93,10 +95,11 @@ class NativeLinear(PackedLinear):
 
     @classmethod
     def fuse(cls, parts: Sequence[NativeLinear]) -> NativeLinear:
-        return cls(QuantMatrix.concat([p.matrix for p in parts]), **parts[0]._fused_options(parts))
+        return cls(QuantMatrix.concat([p.matrix for p in parts]), int8_dots=parts[0].int8_dots,
+                   **parts[0]._fused_options(parts))
 
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
-        return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32))
+        return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), int8_dots=self.int8_dots)
 
     def dense_weight(self) -> torch.Tensor:
         if self.prefill_dtype in _NATIVE_DTYPES:

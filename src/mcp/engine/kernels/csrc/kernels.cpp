@@ -12,7 +12,9 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +55,7 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+#include "vec.inc"
 }  // namespace avx512
 #pragma GCC pop_options
 
@@ -97,6 +100,35 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+// AVX2 integer dots: 32 unsigned/signed bytes times 32 signed bytes, pairs summed to int16
+// by maddubs (at most 2 * 128 * 127 = 32512: no saturation), then to int32 by madd.
+struct IntOps {
+  using WB = __m256i;
+  using XB = __m256i;
+  using Dot = __m256;
+  using Acc = __m256;
+  static constexpr int kRowTile1 = 4;
+  static constexpr int kRowTileN = 2;
+  static constexpr int kActTile = 4;
+  static Acc zero() { return _mm256_setzero_ps(); }
+  static WB int4_weights(const uint8_t* p) {  // elements 0..15 (low nibbles), then 16..31
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i mask = _mm_set1_epi8(0x0f);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), mask), _mm_and_si128(bytes, mask));
+  }
+  static WB int8_weights(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static XB x_codes(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static Dot dot_u4(WB w, XB x) {
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+  }
+  static Dot dot_s8(WB w, XB x) {  // |w| times x with w's sign: the same products, unsigned left
+    return dot_u4(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  }
+  static Acc fma(float scale, Dot dot, Acc acc) { return _mm256_fmadd_ps(_mm256_set1_ps(scale), dot, acc); }
+  static float hsum(Acc v) { return Isa::hsum(v); }
+};
+#include "qdot.inc"
+#include "vec.inc"
 }  // namespace avx2
 #pragma GCC pop_options
 #endif  // __x86_64__
@@ -128,6 +160,43 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+struct IntOps {
+  struct Bytes {
+    int8_t v[kGroup];
+  };
+  using WB = Bytes;
+  using XB = const int8_t*;
+  using Dot = float;
+  using Acc = float;
+  static constexpr int kRowTile1 = 4;
+  static constexpr int kRowTileN = 2;
+  static constexpr int kActTile = 2;
+  static Acc zero() { return 0.0f; }
+  static WB int4_weights(const uint8_t* p) {
+    Bytes w;
+    for (int j = 0; j < kGroup / 2; ++j) {
+      w.v[j] = static_cast<int8_t>(p[j] & 0x0f);
+      w.v[j + kGroup / 2] = static_cast<int8_t>(p[j] >> 4);
+    }
+    return w;
+  }
+  static WB int8_weights(const int8_t* p) {
+    Bytes w;
+    std::memcpy(w.v, p, kGroup);
+    return w;
+  }
+  static XB x_codes(const int8_t* p) { return p; }
+  static Dot dot_u4(const WB& w, XB x) {
+    int32_t total = 0;
+    for (int j = 0; j < kGroup; ++j) total += static_cast<int32_t>(w.v[j]) * x[j];
+    return static_cast<float>(total);
+  }
+  static Dot dot_s8(const WB& w, XB x) { return dot_u4(w, x); }
+  static Acc fma(float scale, Dot dot, Acc acc) { return acc + scale * dot; }
+  static float hsum(Acc v) { return v; }
+};
+#include "qdot.inc"
+#include "vec.inc"
 }  // namespace scalar
 
 namespace {
@@ -182,6 +251,36 @@ void parallel_rows(int64_t num_rows, int num_threads, const Fn& fn) {
 
 }  // namespace
 
+void parallel_tasks(int64_t num_tasks, int num_threads, const std::function<void(int64_t)>& fn) {
+  static const pid_t parent = getpid();  // GNU OpenMP is not fork-safe (see parallel_rows)
+  if (num_threads <= 1 || num_tasks <= 1 || getpid() != parent) {
+    for (int64_t task = 0; task < num_tasks; ++task) fn(task);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(num_threads)
+  for (int64_t task = 0; task < num_tasks; ++task) fn(task);
+}
+
+float dot_f32(const float* a, const float* b, int64_t n) {
+  switch (current_isa()) {
+#if defined(__x86_64__)
+    case Isa::kAvx512: return avx512::dot_f32(a, b, n);
+    case Isa::kAvx2: return avx2::dot_f32(a, b, n);
+#endif
+    default: return scalar::dot_f32(a, b, n);
+  }
+}
+
+void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
+  switch (current_isa()) {
+#if defined(__x86_64__)
+    case Isa::kAvx512: avx512::axpy_f32(alpha, x, y, n); break;
+    case Isa::kAvx2: avx2::axpy_f32(alpha, x, y, n); break;
+#endif
+    default: scalar::axpy_f32(alpha, x, y, n);
+  }
+}
+
 const char* isa_name() {
   switch (current_isa()) {
     case Isa::kAvx512: return "avx512";
@@ -203,10 +302,26 @@ bool set_isa(const char* name) {
   return true;
 }
 
+void quantize_rows(const float* x, int64_t M, int64_t K, int8_t* q, float* d) {
+  for (int64_t i = 0; i < M * (K / kGroup); ++i) {
+    const float* group = x + i * kGroup;
+    float amax = 0.0f;
+    for (int j = 0; j < kGroup; ++j) amax = std::max(amax, std::fabs(group[j]));
+    const float scale = amax / 127.0f;
+    const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+    d[i] = scale;
+    for (int j = 0; j < kGroup; ++j) {
+      const float value = std::nearbyint(group[j] * inverse);  // the default rounding: half to even
+      q[i * kGroup + j] = static_cast<int8_t>(std::clamp(value, -127.0f, 127.0f));
+    }
+  }
+}
+
 void matmul(const MatmulArgs& input, int num_threads) {
   const Isa isa = current_isa();
   MatmulArgs args = input;
-  static thread_local std::vector<float> sums;
+  static thread_local std::vector<float> sums, x_scales;
+  static thread_local std::vector<int8_t> xq;
   const int64_t num_groups = args.K / kGroup;
   sums.resize(static_cast<size_t>(args.M * num_groups));
   for (int64_t i = 0; i < args.M * num_groups; ++i) {
@@ -215,7 +330,25 @@ void matmul(const MatmulArgs& input, int num_threads) {
     sums[i] = total;
   }
   args.x_group_sums = sums.data();
+  if (args.int8_dots) {  // once per call, in the calling thread; every worker reads them
+    xq.resize(static_cast<size_t>(args.M * args.K));
+    x_scales.resize(static_cast<size_t>(args.M * num_groups));
+    quantize_rows(args.x, args.M, args.K, xq.data(), x_scales.data());
+    args.xq = xq.data();
+    args.x_scales = x_scales.data();
+  }
   parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) {
+    if (args.int8_dots) {
+      switch (isa) {
+#if defined(__x86_64__)
+        // AVX-512 CPUs run the AVX2 integer dots (a VNNI build is future work: untested here)
+        case Isa::kAvx512:
+        case Isa::kAvx2: avx2::matmul_int8_dots(args, n0, n1); break;
+#endif
+        default: scalar::matmul_int8_dots(args, n0, n1);
+      }
+      return;
+    }
     switch (isa) {
 #if defined(__x86_64__)
       case Isa::kAvx512: avx512::matmul(args, n0, n1); break;

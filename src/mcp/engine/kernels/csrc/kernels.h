@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 
 namespace mcp_kernels {
 
@@ -23,6 +24,11 @@ struct MatmulArgs {
   bool qparams_f16;
   void* out;
   bool out_bf16;
+  // int8 dots: x is quantized to int8 blocks of 32 (xq [M, K], x_scales [M, K/32], filled by
+  // matmul()) and multiplied with the codes in integer arithmetic; else exact fp32 products.
+  bool int8_dots = false;
+  const int8_t* xq = nullptr;
+  const float* x_scales = nullptr;
 };
 
 // out[N, K] = the fp32 values of W, written as fp32 or bf16.
@@ -96,6 +102,15 @@ const char* isa_name();
 bool set_isa(const char* name);
 
 void matmul(const MatmulArgs& args, int num_threads);
+// x [M, K] -> codes q [M, K] and scales d [M, K/32]: per group d = max|x| / 127 and
+// q = round-half-even(x * (1 / d)), so x ≈ d * q with |x - d * q| <= d / 2 (q = 0 where d = 0).
+void quantize_rows(const float* x, int64_t M, int64_t K, int8_t* q, float* d);
 void dequantize(const DequantArgs& args, int num_threads);
+
+// fn(task) for every task in [0, num_tasks), spread over OpenMP threads (torch's team).
+void parallel_tasks(int64_t num_tasks, int num_threads, const std::function<void(int64_t)>& fn);
+// sum a[i] * b[i], and y += alpha * x, on the current instruction set.
+float dot_f32(const float* a, const float* b, int64_t n);
+void axpy_f32(float alpha, const float* x, float* y, int64_t n);
 
 }  // namespace mcp_kernels

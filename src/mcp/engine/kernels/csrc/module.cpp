@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "decode.h"
 #include "kernels.h"
 
 namespace {
@@ -28,13 +29,13 @@ bool read_ints(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, lon
   return true;
 }
 
-// matmul(kind, x, x_bf16, M, K, N, codes, qparams, qparams_f16, out, out_bf16, num_threads)
+// matmul(kind, x, x_bf16, M, K, N, codes, qparams, qparams_f16, out, out_bf16, num_threads, int8_dots)
 PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[12];
-  if (!read_ints(args, nargs, 12, v)) return nullptr;
+  long long v[13];
+  if (!read_ints(args, nargs, 13, v)) return nullptr;
   MatmulArgs a{static_cast<WeightKind>(v[0]), nullptr, v[3], v[4], v[5], nullptr,
                reinterpret_cast<const void*>(v[6]), reinterpret_cast<const void*>(v[7]), v[8] != 0,
-               reinterpret_cast<void*>(v[9]), v[10] != 0};
+               reinterpret_cast<void*>(v[9]), v[10] != 0, v[12] != 0};
   const int num_threads = static_cast<int>(v[11]);
   static thread_local std::vector<float> widened;
   Py_BEGIN_ALLOW_THREADS
@@ -64,6 +65,77 @@ PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// quantize(x, M, K, q, d): fp32 rows -> int8 blocks of 32 and their scales (tests read them)
+PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  long long v[5];
+  if (!read_ints(args, nargs, 5, v)) return nullptr;
+  Py_BEGIN_ALLOW_THREADS
+  mcp_kernels::quantize_rows(reinterpret_cast<const float*>(v[0]), v[1], v[2], reinterpret_cast<int8_t*>(v[3]),
+                             reinterpret_cast<float*>(v[4]));
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+constexpr int kLayerFields = 29;  // one row of the layer table (see read_layer)
+constexpr int kDimFields = 11;
+
+mcp_kernels::MatrixRef read_matrix(const long long* f) {  // kind, codes, qparams, qparams_f16, N, K
+  return {static_cast<WeightKind>(f[0]), reinterpret_cast<const void*>(f[1]), reinterpret_cast<const void*>(f[2]),
+          f[3] != 0, f[4], f[5]};
+}
+
+// A row of the int64 layer table: input_norm, qkv (6 fields), qkv_bias, o (6), post_norm,
+// gate_up (6), down (6), keys, values; pointers as integers, 0 for none.
+mcp_kernels::LayerRef read_layer(const long long* f) {
+  return {reinterpret_cast<const float*>(f[0]), read_matrix(f + 1), reinterpret_cast<const float*>(f[7]),
+          read_matrix(f + 8), reinterpret_cast<const float*>(f[14]), read_matrix(f + 15), read_matrix(f + 21),
+          reinterpret_cast<float*>(f[27]), reinterpret_cast<float*>(f[28])};
+}
+
+// dims: hidden, heads, kv_heads, head_dim, intermediate, num_blocks, block_size, max_positions,
+// cos, sin_signed, final_norm (pointers as integers)
+mcp_kernels::ModelDims read_dims(const long long* f, double eps) {
+  return {f[0], f[1], f[2], f[3], f[4], static_cast<float>(eps), f[5], f[6], f[7],
+          reinterpret_cast<const float*>(f[8]), reinterpret_cast<const float*>(f[9]),
+          reinterpret_cast<const float*>(f[10])};
+}
+
+// decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, int8_dots, num_threads)
+// The Python wrapper (mcp.engine.models.llama_step) checks the tensors' dtypes and shapes;
+// this checks every index the step will follow (positions, block ids, matrix shapes).
+PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 11) {
+    PyErr_Format(PyExc_TypeError, "expected 11 arguments, got %zd", nargs);
+    return nullptr;
+  }
+  const double eps = PyFloat_AsDouble(args[3]);
+  if (eps == -1.0 && PyErr_Occurred()) return nullptr;
+  long long v[11];
+  // every argument but eps (args[3], read above) is an integer; v[3] is a placeholder
+  PyObject* ints[11] = {args[0], args[1], args[2], args[2], args[4], args[5], args[6], args[7], args[8], args[9], args[10]};
+  if (!read_ints(ints, 11, 11, v)) return nullptr;
+  if (v[1] < 1 || v[1] > 4096) {
+    PyErr_Format(PyExc_ValueError, "num_layers must be 1..4096, got %lld", v[1]);
+    return nullptr;
+  }
+  const long long* table = reinterpret_cast<const long long*>(v[0]);
+  std::vector<mcp_kernels::LayerRef> layers;
+  for (long long i = 0; i < v[1]; ++i) layers.push_back(read_layer(table + i * kLayerFields));
+  const mcp_kernels::ModelDims dims = read_dims(reinterpret_cast<const long long*>(v[2]), eps);
+  const mcp_kernels::StepRows rows{v[5], reinterpret_cast<float*>(v[4]), reinterpret_cast<const int64_t*>(v[6]),
+                                   reinterpret_cast<const int64_t*>(v[7]), v[8]};
+  const std::string problem = mcp_kernels::check_step(dims, layers.data(), v[1], rows);
+  if (!problem.empty()) {
+    PyErr_SetString(PyExc_ValueError, problem.c_str());
+    return nullptr;
+  }
+  const int num_threads = static_cast<int>(v[10]);
+  Py_BEGIN_ALLOW_THREADS
+  mcp_kernels::decode_step(dims, layers.data(), v[1], rows, v[9] != 0, num_threads);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 PyObject* py_isa(PyObject*, PyObject*) { return PyUnicode_FromString(mcp_kernels::isa_name()); }
 
 PyObject* py_set_isa(PyObject*, PyObject* name) {
@@ -77,6 +149,10 @@ PyMethodDef methods[] = {
      "out = x @ W.T for a quantized W (raw pointers; see mcp.engine.kernels)"},
     {"dequantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_dequantize)), METH_FASTCALL,
      "the values of a quantized W (raw pointers; see mcp.engine.kernels)"},
+    {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_quantize)), METH_FASTCALL,
+     "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
+    {"decode_step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_decode_step)), METH_FASTCALL,
+     "one decode step of a Llama decoder over a paged KV cache (raw pointers; see mcp.engine.models.llama_step)"},
     {"isa", py_isa, METH_NOARGS, "the instruction set the kernels use"},
     {"set_isa", py_set_isa, METH_O, "force an instruction set: avx512, avx2 or scalar; False if unsupported"},
     {nullptr, nullptr, 0, nullptr},

@@ -1,0 +1,74 @@
+"""Where a batch-1 decode step goes: the engine loop's step split into its parts.
+
+Loads SmolLM2-135M-Instruct Q4_1 (auto plan) in a Session, runs a greedy 128-token ``infer``
+with timers wrapped around the runner's parts (the native decode step's C++ call, the
+output head, the embedding lookup, the whole ``ModelRunner.execute``), and prints the mean
+milliseconds a decode token spends in each; "loop" is the rest of a token's time (scheduler,
+sampler, detokenizer, queues). Numbers, not a test; other processes on the machine skew them.
+
+    .venv/bin/python benchmarks/decode_profile.py [--threads 2] [--decode-dots int8|exact] [--torch-step]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import time
+
+import torch
+
+from mcp.runtime.config import RuntimeConfig
+from mcp.runtime.session import Session
+from mcp.modelfile import catalog
+
+PROMPT = "The capital of France is"
+
+
+def timed(totals: dict, name: str, fn):
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            totals[name] += time.perf_counter() - start
+    return wrapper
+
+
+def instrument(model, totals: dict) -> None:
+    runner = model.loop.runner
+    runner.execute = timed(totals, "execute", runner.execute)
+    if runner.native_step is not None:
+        runner.native_step = timed(totals, "native step (C++)", runner.native_step)
+    engine_model = runner.model
+    engine_model.compute_logits = timed(totals, "output head", engine_model.compute_logits)
+    engine_model.embed_tokens.forward = timed(totals, "embedding", engine_model.embed_tokens.forward)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--decode-dots", default="auto", choices=("auto", "int8", "exact"))
+    parser.add_argument("--torch-step", action="store_true", help="run decode steps on the torch modules")
+    parser.add_argument("--tokens", type=int, default=128)
+    args = parser.parse_args()
+    config = RuntimeConfig(num_threads=args.threads, decode_dots=args.decode_dots, native_step=not args.torch_step)
+    with Session(config) as session:
+        model = session.load_model(catalog.DEFAULT_MODEL)
+        model.infer(PROMPT, max_tokens=16, temperature=0, ignore_eos=True)  # warm up
+        totals: dict[str, float] = collections.defaultdict(float)
+        instrument(model, totals)
+        result = model.infer(PROMPT, max_tokens=args.tokens, temperature=0, ignore_eos=True)
+    timings = result.timings
+    decode_tokens = result.usage.completion_tokens - 1
+    per_token = (timings.total_s - timings.ttft_s) / decode_tokens
+    print(f"{model.precision}; {args.threads} threads, torch {torch.__version__}")
+    print(f"decode: {1 / per_token:.1f} tok/s, {per_token * 1e3:.2f} ms a token over {decode_tokens} tokens")
+    steps = decode_tokens + 1  # the prefill step is in the totals too; its share is small at 5 tokens
+    inside = {name: total / steps * 1e3 for name, total in totals.items()}
+    for name, ms in inside.items():
+        print(f"  {name:<20} {ms:7.2f} ms a step")
+    print(f"  {'loop (the rest)':<20} {per_token * 1e3 - inside['execute']:7.2f} ms a token")
+
+
+if __name__ == "__main__":
+    main()

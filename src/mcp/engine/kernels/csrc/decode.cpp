@@ -1,0 +1,201 @@
+// One decode step of a Llama-family decoder for a few rows (one new token per sequence):
+// per layer RMSNorm -> fused q/k/v -> RoPE -> KV write into the paged cache -> grouped-query
+// attention over each row's blocks -> o_proj + residual -> RMSNorm -> gate/up -> SwiGLU ->
+// down + residual; then the final RMSNorm. The same arithmetic as the torch modules
+// (layers/*.py) in fp32, in another summation order; the matrices run the native kernels.
+
+#include "decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+namespace mcp_kernels {
+namespace {
+
+// Scratch reused across steps: a step allocates nothing once the shapes were seen.
+struct Scratch {
+  std::vector<float> normed, qkv, attn, gate_up, act, proj, scores;
+  void fit(const ModelDims& d, int64_t M, int64_t max_len) {
+    normed.resize(M * std::max(d.hidden, d.intermediate));
+    qkv.resize(M * (d.heads + 2 * d.kv_heads) * d.head_dim);
+    attn.resize(M * d.heads * d.head_dim);
+    gate_up.resize(M * 2 * d.intermediate);
+    act.resize(M * d.intermediate);
+    proj.resize(M * d.hidden);
+    scores.resize(M * d.heads * max_len);
+  }
+};
+
+// out[M, N] = x[M, K] @ W.T (+ bias)
+void project(const MatrixRef& w, const float* x, int64_t M, float* out, const float* bias, bool int8_dots,
+             int num_threads) {
+  MatmulArgs a{w.kind, x, M, w.K, w.N, nullptr, w.codes, w.qparams, w.qparams_f16, out, false, int8_dots};
+  matmul(a, num_threads);
+  if (bias != nullptr)
+    for (int64_t m = 0; m < M; ++m) axpy_f32(1.0f, bias, out + m * w.N, w.N);
+}
+
+// out = weight * (x * rsqrt(mean(x^2) + eps)), per row of [M, n]
+void rms_norm(const float* x, const float* weight, int64_t M, int64_t n, float eps, float* out) {
+  for (int64_t m = 0; m < M; ++m) {
+    const float* row = x + m * n;
+    const float inverse = 1.0f / std::sqrt(dot_f32(row, row, n) / static_cast<float>(n) + eps);
+    for (int64_t i = 0; i < n; ++i) out[m * n + i] = weight[i] * (row[i] * inverse);
+  }
+}
+
+// Rotate-half RoPE of one head [D] in place: x * cos + (x2, x1) * sin_signed
+void rotate(float* head, const float* cos, const float* sin_signed, int64_t D) {
+  float swapped[512];
+  const int64_t half = D / 2;
+  for (int64_t j = 0; j < half; ++j) {
+    swapped[j] = head[j + half];
+    swapped[j + half] = head[j];
+  }
+  for (int64_t j = 0; j < D; ++j) head[j] = head[j] * cos[j] + swapped[j] * sin_signed[j];
+}
+
+// RoPE on every q and k head of row m, then its k and v into the cache slot of its position.
+void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& rows, float* qkv) {
+  const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D;
+  for (int64_t m = 0; m < rows.M; ++m) {
+    const int64_t p = rows.positions[m];
+    float* row = qkv + m * width;
+    for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, d.cos + p * D, d.sin_signed + p * D, D);
+    const int64_t block = rows.tables[m * rows.max_blocks + p / d.block_size];
+    const int64_t slot = (block * d.block_size + p % d.block_size) * d.kv_heads * D;
+    std::copy(row + d.heads * D, row + (d.heads + d.kv_heads) * D, layer.keys + slot);
+    std::copy(row + (d.heads + d.kv_heads) * D, row + width, layer.values + slot);
+  }
+}
+
+// Head h of row m: softmax(q . k_t / sqrt(D)) over the row's visible positions t <= p, times v_t.
+void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, const float* qkv, int64_t m,
+            int64_t h, float* scores, float* out) {
+  const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D;
+  const int64_t kv_head = h / (d.heads / d.kv_heads), p = rows.positions[m];
+  const float* q = qkv + m * width + h * D;
+  const int64_t* table = rows.tables + m * rows.max_blocks;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  float peak = -INFINITY;
+  for (int64_t t = 0; t <= p; ++t) {
+    const int64_t block = table[t / d.block_size];
+    if (block < 0) {  // dropped by the sliding window: hidden
+      scores[t] = -INFINITY;
+      continue;
+    }
+    const float* key = layer.keys + ((block * d.block_size + t % d.block_size) * d.kv_heads + kv_head) * D;
+    scores[t] = dot_f32(q, key, D) * scale;
+    peak = std::max(peak, scores[t]);
+  }
+  float total = 0.0f;
+  for (int64_t t = 0; t <= p; ++t) {
+    scores[t] = scores[t] == -INFINITY ? 0.0f : std::exp(scores[t] - peak);
+    total += scores[t];
+  }
+  std::fill(out, out + D, 0.0f);
+  for (int64_t t = 0; t <= p; ++t) {
+    if (scores[t] == 0.0f) continue;
+    const int64_t block = table[t / d.block_size];
+    axpy_f32(scores[t] / total, layer.values + ((block * d.block_size + t % d.block_size) * d.kv_heads + kv_head) * D,
+             out, D);
+  }
+}
+
+void attention(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s, int64_t max_len,
+               int num_threads) {
+  const int64_t tasks = rows.M * d.heads;
+  const int64_t work = tasks * max_len * d.head_dim;  // small steps are not worth waking threads for
+  parallel_tasks(tasks, work < (1 << 16) ? 1 : num_threads, [&](int64_t task) {
+    const int64_t m = task / d.heads, h = task % d.heads;
+    attend(d, layer, rows, s.qkv.data(), m, h, s.scores.data() + task * max_len,
+           s.attn.data() + (m * d.heads + h) * d.head_dim);
+  });
+}
+
+void swiglu(const float* gate_up, int64_t M, int64_t I, float* out) {
+  for (int64_t m = 0; m < M; ++m) {
+    const float* gate = gate_up + m * 2 * I;
+    for (int64_t i = 0; i < I; ++i) out[m * I + i] = gate[i] / (1.0f + std::exp(-gate[i])) * gate[I + i];
+  }
+}
+
+void add_rows(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void run_layer(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s, int64_t max_len,
+               bool int8_dots, int num_threads) {
+  const int64_t M = rows.M;
+  rms_norm(rows.x, layer.input_norm, M, d.hidden, d.eps, s.normed.data());
+  project(layer.qkv, s.normed.data(), M, s.qkv.data(), layer.qkv_bias, int8_dots, num_threads);
+  rope_and_write(d, layer, rows, s.qkv.data());
+  attention(d, layer, rows, s, max_len, num_threads);
+  project(layer.o, s.attn.data(), M, s.proj.data(), nullptr, int8_dots, num_threads);
+  add_rows(rows.x, s.proj.data(), M * d.hidden);
+  rms_norm(rows.x, layer.post_norm, M, d.hidden, d.eps, s.normed.data());
+  project(layer.gate_up, s.normed.data(), M, s.gate_up.data(), nullptr, int8_dots, num_threads);
+  swiglu(s.gate_up.data(), M, d.intermediate, s.act.data());
+  project(layer.down, s.act.data(), M, s.proj.data(), nullptr, int8_dots, num_threads);
+  add_rows(rows.x, s.proj.data(), M * d.hidden);
+}
+
+std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, int64_t N, int64_t K) {
+  if (w.N == N && w.K == K && w.codes != nullptr && w.qparams != nullptr) return "";
+  return "layer " + std::to_string(layer) + " " + name + " is [" + std::to_string(w.N) + ", " +
+         std::to_string(w.K) + "], the model needs [" + std::to_string(N) + ", " + std::to_string(K) + "]";
+}
+
+std::string check_rows(const ModelDims& d, const StepRows& rows) {
+  if (rows.M < 1 || rows.M > 256) return "a decode step takes 1 to 256 rows, got " + std::to_string(rows.M);
+  for (int64_t m = 0; m < rows.M; ++m) {
+    const int64_t p = rows.positions[m];
+    const std::string row = "row " + std::to_string(m) + ": ";
+    if (p < 0 || p >= d.max_positions)
+      return row + "position " + std::to_string(p) + " outside 0.." + std::to_string(d.max_positions - 1);
+    if (p / d.block_size >= rows.max_blocks)
+      return row + "position " + std::to_string(p) + " is past its " + std::to_string(rows.max_blocks) + " blocks";
+    for (int64_t b = 0; b <= p / d.block_size; ++b) {
+      const int64_t block = rows.tables[m * rows.max_blocks + b];
+      if (block < -1 || block >= d.num_blocks)
+        return row + "block " + std::to_string(block) + " outside -1.." + std::to_string(d.num_blocks - 1);
+    }
+    if (rows.tables[m * rows.max_blocks + p / d.block_size] < 0)
+      return row + "position " + std::to_string(p) + " falls in a dropped block";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string check_step(const ModelDims& d, const LayerRef* layers, int64_t num_layers, const StepRows& rows) {
+  if (d.heads < 1 || d.kv_heads < 1 || d.heads % d.kv_heads != 0 || d.head_dim % 2 != 0 || d.head_dim > 512 ||
+      d.block_size < 1 || num_layers < 1)
+    return "model dims: heads must be a multiple of kv heads, head_dim even and at most 512, a layer and a block";
+  const int64_t qkv = (d.heads + 2 * d.kv_heads) * d.head_dim;
+  for (int64_t i = 0; i < num_layers; ++i) {
+    const LayerRef& l = layers[i];
+    for (const std::string& problem :
+         {check_matrix("qkv", i, l.qkv, qkv, d.hidden), check_matrix("o", i, l.o, d.hidden, d.heads * d.head_dim),
+          check_matrix("gate_up", i, l.gate_up, 2 * d.intermediate, d.hidden),
+          check_matrix("down", i, l.down, d.hidden, d.intermediate)})
+      if (!problem.empty()) return problem;
+    if (l.keys == nullptr || l.values == nullptr || l.input_norm == nullptr || l.post_norm == nullptr)
+      return "layer " + std::to_string(i) + " lacks its norms or its KV cache";
+  }
+  return check_rows(d, rows);
+}
+
+void decode_step(const ModelDims& d, const LayerRef* layers, int64_t num_layers, const StepRows& rows,
+                 bool int8_dots, int num_threads) {
+  static thread_local Scratch scratch;
+  int64_t max_len = 1;
+  for (int64_t m = 0; m < rows.M; ++m) max_len = std::max(max_len, rows.positions[m] + 1);
+  scratch.fit(d, rows.M, max_len);
+  for (int64_t i = 0; i < num_layers; ++i) run_layer(d, layers[i], rows, scratch, max_len, int8_dots, num_threads);
+  rms_norm(rows.x, d.final_norm, rows.M, d.hidden, d.eps, scratch.normed.data());
+  std::copy(scratch.normed.begin(), scratch.normed.begin() + rows.M * d.hidden, rows.x);
+}
+
+}  // namespace mcp_kernels

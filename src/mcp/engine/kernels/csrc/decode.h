@@ -1,0 +1,53 @@
+// A whole decode step of a Llama-family decoder in one call: every layer over a paged KV cache.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kernels.h"
+
+namespace mcp_kernels {
+
+struct MatrixRef {  // a QuantMatrix [N, K], as MatmulArgs reads it
+  WeightKind kind;
+  const void* codes;
+  const void* qparams;
+  bool qparams_f16;
+  int64_t N, K;
+};
+
+struct LayerRef {
+  const float* input_norm;  // [hidden]
+  MatrixRef qkv;  // [(H + 2 KVH) * D, hidden]: q rows, then k, then v
+  const float* qkv_bias;  // [(H + 2 KVH) * D] or null
+  MatrixRef o;  // [hidden, H * D]
+  const float* post_norm;  // [hidden]
+  MatrixRef gate_up;  // [2 * I, hidden]: gate rows, then up
+  MatrixRef down;  // [hidden, I]
+  float* keys;  // [num_blocks, block_size, KVH, D]: the paged cache, written in place
+  float* values;
+};
+
+struct ModelDims {
+  int64_t hidden, heads, kv_heads, head_dim, intermediate;
+  float eps;  // RMSNorm epsilon
+  int64_t num_blocks, block_size, max_positions;
+  const float* cos;  // [max_positions, D] rotate-half tables (layers/rotary.py)
+  const float* sin_signed;  // [max_positions, D]: (-sin, sin)
+  const float* final_norm;  // [hidden]
+};
+
+struct StepRows {
+  int64_t M;  // rows: one new token of one sequence each
+  float* x;  // [M, hidden] embedded tokens in; the final RMSNorm's output out
+  const int64_t* positions;  // [M]: each token's position, which is also its KV slot in its table
+  const int64_t* tables;  // [M, max_blocks]: physical blocks, -1 = dropped by the window (hidden)
+  int64_t max_blocks;
+};
+
+// "" if the step can run, else what is wrong (the Python wrapper raises it as ValueError).
+std::string check_step(const ModelDims& dims, const LayerRef* layers, int64_t num_layers, const StepRows& rows);
+void decode_step(const ModelDims& dims, const LayerRef* layers, int64_t num_layers, const StepRows& rows,
+                 bool int8_dots, int num_threads);
+
+}  // namespace mcp_kernels

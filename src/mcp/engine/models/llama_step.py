@@ -1,0 +1,119 @@
+"""A native decode step for the Llama family: every layer of a decode step in one C++ call.
+
+For a step whose rows each bring one new token, ``NativeDecodeStep`` runs RMSNorm, the fused
+q/k/v projection, RoPE, the KV write into the paged cache (``kv/paged.py``, in place),
+grouped-query attention over each row's blocks (a dropped block, -1 in the table, is
+hidden), o_proj + residual, RMSNorm, gate/up SwiGLU and down + residual for every layer,
+then the final RMSNorm, in ``mcp.engine.kernels._cpu.decode_step`` (csrc/decode.cpp). It
+reads the model's own packed matrices and norm weights and the storage's own cache tensors
+through pointers taken once here; prefill and every other model keep the torch modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from mcp.engine import kernels
+from mcp.engine.kernels import QuantMatrix
+from mcp.engine.kv.paged import PagedKVStorage
+from mcp.engine.layers.linear import LinearGroup, NativeLinear
+from mcp.engine.models.llama import LlamaForCausalLM
+
+_KINDS = {"int4": 0, "int8": 1}
+MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
+
+
+class NativeDecodeStep:
+    """Decode steps of ``model`` over ``storage``; build with ``for_model`` (None if unsupported)."""
+
+    def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage) -> None:
+        problem = unsupported(model, storage)
+        if problem:
+            raise ValueError(f"the native decode step cannot run this model: {problem}")
+        self.model, self.storage = model, storage  # keep every tensor the tables point into alive
+        arch = model.arch
+        self.int8_dots = _native(model.layers[0].self_attn.o_proj).int8_dots
+        self._layers = torch.tensor([_layer_row(layer, cache) for layer, cache in zip(model.layers, storage.layers)],
+                                    dtype=torch.int64)  # [L, 29]
+        rotary = model.rotary
+        self._dims = torch.tensor([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
+                                   arch.intermediate_size, storage.num_blocks, storage.block_size,
+                                   rotary.cos.shape[0], rotary.cos.data_ptr(), rotary.sin_signed.data_ptr(),
+                                   model.norm.weight.data_ptr()], dtype=torch.int64)
+        self._eps = float(arch.rms_norm_eps)
+
+    @classmethod
+    def for_model(cls, model: LlamaForCausalLM, storage: PagedKVStorage) -> NativeDecodeStep | None:
+        return None if unsupported(model, storage) else cls(model, storage)
+
+    def __call__(self, x: torch.Tensor, positions: Sequence[int], tables: Sequence[Sequence[int]]) -> torch.Tensor:
+        """Embedded tokens x [M, hidden] fp32 (overwritten) at ``positions`` [M], row m's
+        blocks ``tables[m]`` (-1: dropped) -> the final hidden states [M, hidden] (x itself)."""
+        rows, hidden = len(positions), self.model.arch.hidden_size
+        if x.dtype != torch.float32 or tuple(x.shape) != (rows, hidden) or not x.is_contiguous() or not x.is_cpu:
+            raise ValueError(f"x must be a contiguous CPU float32 tensor [{rows}, {hidden}], "
+                             f"got {x.dtype} {list(x.shape)}")
+        if len(tables) != rows or not 1 <= rows <= MAX_ROWS:
+            raise ValueError(f"a step takes 1..{MAX_ROWS} rows with one block table each, "
+                             f"got {rows} positions and {len(tables)} tables")
+        width = max(len(table) for table in tables)
+        table = torch.tensor([list(t) + [-1] * (width - len(t)) for t in tables], dtype=torch.int64)  # [M, blocks]
+        where = torch.tensor(list(positions), dtype=torch.int64)  # [M]
+        kernels._cpu.decode_step(self._layers.data_ptr(), len(self.model.layers), self._dims.data_ptr(), self._eps,
+                                 x.data_ptr(), rows, where.data_ptr(), table.data_ptr(), width, self.int8_dots,
+                                 torch.get_num_threads())
+        return x
+
+
+def unsupported(model: LlamaForCausalLM, storage: PagedKVStorage) -> str:
+    """Why the native step cannot run ``model`` over ``storage``, or "" when it can."""
+    if not kernels.available():
+        return f"the native kernels are not built ({kernels.BUILD_ERROR})"
+    if model.dtype != torch.float32 or storage.dtype != torch.float32:
+        return f"activations and KV cache must be float32, not {model.dtype} and {storage.dtype}"
+    if model.embed_tokens.device.type != "cpu":
+        return "the model is not on the CPU"
+    for index, layer in enumerate(model.layers):
+        attn, mlp = layer.self_attn, layer.mlp
+        for name, module in (("qkv", attn.qkv_proj), ("o", attn.o_proj), ("gate_up", mlp.gate_up_proj),
+                             ("down", mlp.down_proj)):
+            linear = _native(module)
+            if linear is None:
+                return f"layer {index} {name} does not run the native kernels"
+            if linear.bias is not None and name != "qkv":
+                return f"layer {index} {name} has a bias"
+    dots = {_native(m).int8_dots for layer in model.layers for m in (layer.self_attn.qkv_proj, layer.mlp.down_proj)}
+    return "" if len(dots) == 1 else "the layers mix int8 and exact dots"
+
+
+def _native(module: torch.nn.Module) -> NativeLinear | None:
+    """The one native matrix behind a layer or a fused group, else None."""
+    if isinstance(module, LinearGroup):
+        module = module.parts[0] if len(module.parts) == 1 else None
+    return module if isinstance(module, NativeLinear) else None
+
+
+def _matrix_fields(matrix: QuantMatrix) -> list[int]:
+    n, k = matrix.shape
+    return [_KINDS[matrix.kind], matrix.codes.data_ptr(), matrix.qparams.data_ptr(),
+            int(matrix.qparams.dtype == torch.float16), n, k]
+
+
+def _layer_row(layer: torch.nn.Module, cache) -> list[int]:
+    """The decode step's table row for one layer (csrc/module.cpp, read_layer)."""
+    attn, mlp = layer.self_attn, layer.mlp
+    qkv = _native(attn.qkv_proj)
+    bias = 0 if qkv.bias is None else _fp32(qkv.bias).data_ptr()
+    return [_fp32(layer.input_layernorm.weight).data_ptr(), *_matrix_fields(qkv.matrix), bias,
+            *_matrix_fields(_native(attn.o_proj).matrix), _fp32(layer.post_attention_layernorm.weight).data_ptr(),
+            *_matrix_fields(_native(mlp.gate_up_proj).matrix), *_matrix_fields(_native(mlp.down_proj).matrix),
+            cache.keys.data_ptr(), cache.values.data_ptr()]
+
+
+def _fp32(tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.dtype != torch.float32 or not tensor.is_contiguous():
+        raise ValueError(f"a norm weight or bias is {tensor.dtype}, shape {list(tensor.shape)}: the native step "
+                         "reads contiguous float32")
+    return tensor
