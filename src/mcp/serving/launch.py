@@ -8,6 +8,7 @@ With no tenant keys configured the server runs open and binds 127.0.0.1 whatever
 from __future__ import annotations
 
 import logging
+import signal
 from dataclasses import replace
 
 import uvicorn
@@ -43,6 +44,7 @@ def serve(config: RuntimeConfig, host: str | None = None, port: int | None = Non
             server = _DrainingServer(state, uvicorn.Config(
                 create_app(state), host=serving.host, port=serving.port, log_level="info",
                 timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False))
+            _quiet_after_drain()
             server.run()
         finally:
             model_host.close()
@@ -75,6 +77,13 @@ class _DrainingServer(uvicorn.Server):
                         self._state.config.serving.shutdown_drain_s)
         self._state.draining = True
         super().handle_exit(sig, frame)
+
+
+def _quiet_after_drain() -> None:
+    """uvicorn raises the signal it caught again once it has drained, with the handlers it found
+    installed: these keep that second delivery from killing the process before the models unload."""
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: None)
 
 
 def _setup_logging() -> None:

@@ -71,7 +71,7 @@ class ProbeWindow:
         window_s = parse_window(window)
         now = self._clock()
         with self._lock:
-            chosen = [s for s in self._samples if s.time_s >= now - window_s
+            chosen = [s for s in self._samples if s.time_s > now - window_s
                       and (model is None or s.model == model) and (version is None or s.version == version)]
         value = _value(metric, chosen, window_s)
         default, higher_is_better = METRICS[metric]
