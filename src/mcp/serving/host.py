@@ -37,6 +37,7 @@ class ModelVersion:
     version: str
     source: str
     model: Model
+    load_s: float  # the load call itself: weights mapped, kernels packed, engine loop started
     load_to_ready_s: float  # from the load call to the first token of a warm-up request
     loaded_at: float = field(default_factory=time.time)  # wall clock (for /v1/models)
     in_flight: int = 0
@@ -78,8 +79,10 @@ class ModelHost:
                     raise ConfigError(f"model {key} is already loaded; unload it first or give another version")
             started = time.perf_counter()
             model = self.session.load_model(spec.source, name=key, precision=spec.precision)
+            load_s = time.perf_counter() - started
             _warm_up(model)
-            loaded = ModelVersion(spec.name, spec.version, spec.source, model, time.perf_counter() - started)
+            loaded = ModelVersion(spec.name, spec.version, spec.source, model, load_s,
+                                  time.perf_counter() - started)
             for listener in self._on_load:
                 listener(loaded)
             with self._lock:

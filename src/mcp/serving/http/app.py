@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -52,7 +53,24 @@ def create_app(state: ServerState) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)
+    app.openapi = lambda: _openapi_without_422(app)
     return BodyLimit(app, state.config.serving.limits.max_body_bytes)
+
+
+def _openapi_without_422(app: FastAPI) -> dict:
+    """FastAPI documents a 422 for every route with parameters; ours answer 400 (OpenAI's code)."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        for path in schema["paths"].values():
+            for operation in path.values():
+                if operation.get("responses", {}).pop("422", None) is not None:
+                    operation["responses"].setdefault("400", {
+                        "description": "Bad request",
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schema.get("components", {}).get("schemas", {}).pop(name, None)
+        app.openapi_schema = schema
+    return app.openapi_schema
 
 
 def error_response(wire: WireError) -> JSONResponse:

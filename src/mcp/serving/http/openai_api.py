@@ -90,6 +90,8 @@ def _options(body: s.ChatCompletionRequest | s.CompletionRequest, max_tokens: in
     limits = state.config.serving.limits
     if max_tokens is not None and max_tokens > limits.max_tokens:
         raise FieldError(f"max_tokens is {max_tokens}; this server allows at most {limits.max_tokens}", "max_tokens")
+    if max_tokens is None:  # the config's default, within the server's limit
+        max_tokens = min(state.config.generation.max_tokens, limits.max_tokens)
     if body.n > limits.max_n:
         raise FieldError(f"n is {body.n}; this server allows at most {limits.max_n}", "n")
     if sla_class is not None:
