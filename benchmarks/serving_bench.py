@@ -41,14 +41,15 @@ def main() -> None:
     parser.add_argument("--swaps", type=int, default=5)
     parser.add_argument("--requests", type=int, default=10)
     parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads of each process (default: all)")
     args = parser.parse_args()
     if args.swaps:
-        measure_swaps(args.model, args.swaps)
-    measure_ttft(args.model, args.requests, args.max_tokens)
+        measure_swaps(args.model, args.swaps, args.threads)
+    measure_ttft(args.model, args.requests, args.max_tokens, args.threads)
 
 
-def measure_swaps(model: str, num_swaps: int) -> None:
-    with Session(RuntimeConfig(device="cpu")) as session:
+def measure_swaps(model: str, num_swaps: int, threads: int | None) -> None:
+    with Session(RuntimeConfig(device="cpu", num_threads=threads)) as session:
         host = ModelHost(session)
         host.load(ServedModel("m", model, "0"))  # the first load also warms the page cache
         loads, readies = [], []
@@ -64,11 +65,11 @@ def measure_swaps(model: str, num_swaps: int) -> None:
               f"  = {median / TARGET_S:.2f}x the 100 ms target")
 
 
-def measure_ttft(model: str, num_requests: int, max_tokens: int) -> None:
+def measure_ttft(model: str, num_requests: int, max_tokens: int, threads: int | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        server, url = _start_server(model, Path(folder))
+        server, url = _start_server(model, Path(folder), threads)
         try:
-            sdk = Session(RuntimeConfig(device="cpu")).load_model(model)
+            sdk = Session(RuntimeConfig(device="cpu", num_threads=threads)).load_model(model)
             options = {"max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}
             sdk_ttft, sdk_gap, http_ttft, http_gap = [], [], [], []
             with httpx.Client(base_url=url, timeout=120) as client:
@@ -108,9 +109,9 @@ def _http_stream(client: httpx.Client, options: dict) -> tuple[float, float]:
     return times[0] - started, (times[-1] - times[0]) / max(len(times) - 1, 1)
 
 
-def _start_server(model: str, folder: Path) -> tuple[subprocess.Popen, str]:
+def _start_server(model: str, folder: Path, threads: int | None) -> tuple[subprocess.Popen, str]:
     port = 8700 + int(time.time()) % 200
-    config = {"runtime": {"device": "cpu"}, "serving": {"port": port, "models": [{"name": "m", "source": model}]}}
+    config = {"runtime": {"device": "cpu", "num_threads": threads or "auto"}, "serving": {"port": port, "models": [{"name": "m", "source": model}]}}
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
     server = subprocess.Popen([sys.executable, "-m", "mcp.runtime.cli", "serve", "--config",
                                str(folder / "config.yaml")], stderr=subprocess.DEVNULL)

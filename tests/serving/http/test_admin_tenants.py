@@ -21,6 +21,9 @@ PROMPT = {"prompt": "a b c", "max_tokens": 4, "temperature": 0.0, "extra_body": 
 def server(start_server, tiny_mcp):
     return start_server({
         "runtime": {"device": "cpu", "num_threads": 1},
+        # two sequences a step, and a critical TTFT no request can meet: admission control refuses
+        # critical requests once more than one waits (medium ones keep their 5 s target)
+        "scheduler": {"max_num_seqs": 2, "max_waiting": 1, "slo_targets": {"critical": {"ttft_s": 0.001}}},
         "serving": {
             "models": [{"name": "tiny", "source": str(tiny_mcp), "version": "1"}],
             "tenants": [
@@ -111,3 +114,22 @@ def test_admin_errors(server, tiny_mcp):
                                                                "version": "2"})
     assert duplicate.status_code == 400 and "already loaded" in duplicate.json()["error"]["message"]
     assert _admin(server, "DELETE", "/admin/models/nothing").status_code == 404
+
+
+def test_admission_control_refusal_is_a_429_with_retry_after(server):
+    body = {"model": "tiny", "prompt": "a b", "max_tokens": 40, "ignore_eos": True}
+    headers = {"Authorization": f"Bearer {USER}", "x-sla-class": "critical"}
+    responses: list[httpx.Response] = []
+
+    def send() -> None:
+        responses.append(httpx.post(server.url + "/v1/completions", json=body, headers=headers, timeout=120))
+
+    threads = [threading.Thread(target=send) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    refused = [r for r in responses if r.status_code == 429]
+    assert refused and all(r.status_code in (200, 429) for r in responses)
+    assert all(int(r.headers["retry-after"]) >= 1 and r.json()["error"]["code"] == "over_capacity" for r in refused)
+    assert _client(server, USER).completions.create(model="tiny", **PROMPT).usage.completion_tokens == 4
