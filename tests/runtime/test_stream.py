@@ -90,3 +90,13 @@ def test_an_abandoned_stream_is_cancelled_when_collected(model, endings):
     del stream
     gc.collect()
     assert _idle(model) and endings == ["cancelled"]
+
+
+def test_steps_give_token_ids_and_logprobs_then_the_result(model):
+    stream = model.stream(PROMPT, max_tokens=6, temperature=0.0, ignore_eos=True, logprobs=2)
+    steps = list(stream.steps())
+    assert len(steps) == 6 and stream.result is not None
+    assert tuple(step.token_id for step in steps) == stream.result.token_ids
+    assert "".join(step.text for step in steps) == stream.result.text
+    assert all(len(step.top_logprobs) == 2 and step.top_logprobs[0][0] == step.token_id for step in steps)
+    assert list(stream.steps()) == []  # read once

@@ -1,4 +1,4 @@
-"""The ``mcp2026`` command line: pull, compile, inspect, run, bench serve.
+"""The ``mcp2026`` command line: pull, compile, inspect, run, serve, bench serve.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -64,6 +64,15 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int)
     run.add_argument("--raw", action="store_true", help="do not apply the chat template")
     run.set_defaults(handler=_run)
+
+    serve = commands.add_parser("serve", help="serve the OpenAI-compatible HTTP API (docs/api.md)")
+    serve.add_argument("--config", type=Path, help="an mcp-config.yaml with a serving: section")
+    serve.add_argument("--host", help="address to bind (default serving.host, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default serving.port, 8000)")
+    serve.add_argument("--model", action="append", default=[], metavar="[NAME=]SOURCE",
+                       help="also serve this .mcp path or catalog name (repeatable)")
+    serve.add_argument("--hash-key", metavar="KEY", help="print the sha256 of an API key for the config, and exit")
+    serve.set_defaults(handler=_serve)
 
     bench = commands.add_parser("bench", help="benchmarks: bench serve (load generator and SLO report)")
     _add_bench_serve(bench.add_subparsers(title="benchmarks", metavar="BENCH"))
@@ -167,6 +176,25 @@ def _run(args: argparse.Namespace) -> int:
             print(delta, end="", flush=True)
         print()
     return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from mcp.runtime.config import RuntimeConfig, load_config
+    from mcp.runtime.serving_config import ServedModel
+
+    if args.hash_key is not None:
+        from mcp.serving.tenants import hash_key
+
+        print(hash_key(args.hash_key))
+        return 0
+    from mcp.serving.launch import serve
+
+    config = load_config(args.config) if args.config else RuntimeConfig()
+    extra = []
+    for item in args.model:
+        name, _, source = item.rpartition("=")
+        extra.append(ServedModel(name or Path(source).name.removesuffix(".mcp"), source))
+    return serve(config, args.host, args.port, tuple(extra))
 
 
 def _bench_serve(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from mcp.engine.loop_config import DEFAULT_KV_MEMORY_FRACTION, LoopConfig
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
 from mcp.runtime.errors import ConfigError
+from mcp.runtime.serving_config import ServingConfig, ServingSection, resolve_serving
 
 
 class _Strict(pydantic.BaseModel):
@@ -82,6 +83,7 @@ class ConfigFile(_Strict):
     runtime: RuntimeSection = RuntimeSection()
     generation: GenerationSection = GenerationSection()
     scheduler: SchedulerSection = SchedulerSection()
+    serving: ServingSection = ServingSection()
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class RuntimeConfig:
     cache_dir: Path | None = None  # None: $MCP_HOME or ~/.cache/mcp2026
     generation: GenerationDefaults = GenerationDefaults()
     scheduler: LoopConfig = LoopConfig()
+    serving: ServingConfig = ServingConfig()
 
 
 def load_config(path: str | os.PathLike) -> RuntimeConfig:
@@ -183,6 +186,7 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
         cache_dir=(base_dir / rt.cache_dir).resolve() if rt.cache_dir else None,
         generation=GenerationDefaults(**gen),
         scheduler=_loop_config(parsed.scheduler, source),
+        serving=resolve_serving(parsed.serving, source),
     )
 
 

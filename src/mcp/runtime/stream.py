@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from mcp.engine.handle import RequestHandle
+from mcp.engine.sequence import StepOutput
 from mcp.runtime.result import InferResult
 
 
@@ -43,6 +44,17 @@ class TextStream(Iterator[str]):
         if tail:  # text held back when a cancel or deadline ended it
             return tail
         raise StopIteration
+
+    def steps(self) -> Iterator[StepOutput]:
+        """The request's ``StepOutput``s (token id, text, logprobs) instead of text deltas.
+
+        Read either this or the text deltas, not both. ``result`` is set at the end; text
+        released by a cancel or deadline is ``result.text`` past the steps' own text.
+        """
+        if self._closed or self._result is not None:
+            return
+        yield from self._handle  # raises the request's error, if it failed
+        self._result = self._finish(self._handle)
 
     def cancel(self) -> None:
         """Stop generating now: the engine ends the request at its next step and frees its

@@ -1,0 +1,133 @@
+"""The ``serving:`` section of ``mcp-config.yaml`` (what ``mcp2026 serve`` reads).
+
+Schema (pydantic, strict, at the edge) and the frozen ``ServingConfig`` used inside. It lives
+in ``runtime`` beside the rest of the config file's schema; nothing here imports the server.
+API keys are stored as sha256 hex digests, never in clear (``mcp2026 serve --hash-key KEY``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pydantic
+
+from mcp.runtime.errors import ConfigError
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ServedModelSection(_Strict):
+    name: str = pydantic.Field(min_length=1)
+    source: str = pydantic.Field(min_length=1)  # a .mcp path (relative to model_dir) or a catalog name
+    version: str = pydantic.Field("1", min_length=1)
+    precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] | None = None
+
+
+class LimitsSection(_Strict):
+    max_body_bytes: int = pydantic.Field(1 << 20, gt=0)
+    max_prompt_chars: int = pydantic.Field(200_000, gt=0)
+    max_tokens: int = pydantic.Field(4096, gt=0)  # the most one request may ask for
+    max_n: int = pydantic.Field(8, gt=0)
+
+
+class TimeoutsSection(_Strict):
+    request_s: float = pydantic.Field(600.0, gt=0)  # a request still running then ends ("deadline")
+    shutdown_drain_s: float = pydantic.Field(30.0, ge=0)  # SIGTERM: how long in-flight requests may finish
+
+
+class TenantSection(_Strict):
+    name: str = pydantic.Field(min_length=1)
+    key_sha256: list[str] = pydantic.Field(min_length=1)
+    role: Literal["user", "admin"] = "user"
+    requests_per_minute: int | None = pydantic.Field(None, gt=0)
+    tokens_per_minute: int | None = pydantic.Field(None, gt=0)
+
+
+class ServingSection(_Strict):
+    host: str = "127.0.0.1"
+    port: int = pydantic.Field(8000, ge=0, le=65535)
+    service_name: str = "mcp2026"  # what /health?service= must name
+    default_model: str | None = None  # None: the first of models
+    models: list[ServedModelSection] = []
+    limits: LimitsSection = LimitsSection()
+    timeouts: TimeoutsSection = TimeoutsSection()
+    tenants: list[TenantSection] = []
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    name: str
+    source: str
+    version: str = "1"
+    precision: str | None = None
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int = 1 << 20
+    max_prompt_chars: int = 200_000
+    max_tokens: int = 4096
+    max_n: int = 8
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    key_sha256: tuple[str, ...]
+    role: str = "user"  # "user" | "admin"
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+
+
+@dataclass(frozen=True)
+class ServingConfig:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    service_name: str = "mcp2026"
+    default_model: str | None = None
+    models: tuple[ServedModel, ...] = ()
+    limits: Limits = Limits()
+    request_timeout_s: float = 600.0
+    shutdown_drain_s: float = 30.0
+    tenants: tuple[Tenant, ...] = field(default_factory=tuple)
+
+
+def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
+    """The checked, frozen serving config; a wrong value is a ConfigError naming its key."""
+    models = tuple(ServedModel(m.name, m.source, m.version, m.precision) for m in section.models)
+    _check_unique([f"{m.name}:{m.version}" for m in models], f"{source}: serving.models", "name:version")
+    if section.default_model is not None and section.default_model not in {m.name for m in models}:
+        raise ConfigError(f"{source}: serving.default_model: {section.default_model!r} is not one of "
+                          f"serving.models ({', '.join(m.name for m in models) or 'none'})")
+    tenants = tuple(_tenant(t, i, source) for i, t in enumerate(section.tenants))
+    _check_unique([t.name for t in tenants], f"{source}: serving.tenants", "name")
+    _check_unique([k for t in tenants for k in t.key_sha256], f"{source}: serving.tenants", "key_sha256")
+    return ServingConfig(
+        host=section.host, port=section.port, service_name=section.service_name,
+        default_model=section.default_model, models=models, limits=Limits(**section.limits.model_dump()),
+        request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
+        tenants=tenants,
+    )
+
+
+def _tenant(section: TenantSection, index: int, source: str) -> Tenant:
+    for key in section.key_sha256:
+        if not _SHA256.match(key):
+            raise ConfigError(f"{source}: serving.tenants.{index}.key_sha256: {key[:12]!r}... is not a sha256 "
+                              "hex digest (64 lowercase hex digits); make one with `mcp2026 serve --hash-key KEY`")
+    return Tenant(section.name, tuple(section.key_sha256), section.role, section.requests_per_minute,
+                  section.tokens_per_minute)
+
+
+def _check_unique(values: list[str], where: str, what: str) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ConfigError(f"{where}: {what} {value!r} appears twice; each must be unique")
+        seen.add(value)

@@ -1,0 +1,134 @@
+"""Running one API request on a held model version: its choices, as async events.
+
+No HTTP here (the gRPC service runs requests the same way). ``Generation.start`` submits
+every choice at once, in a worker thread (tokenizing and admission take a few ms), so a
+``CapacityError`` or ``ContextLengthError`` comes before any byte is sent. ``events()``
+then yields each choice's tokens as the engine loop produces them; ``cancel()`` ends them
+all (a client that went away).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from mcp.engine.sequence import StepOutput
+from mcp.runtime.result import InferResult
+from mcp.runtime.stream import TextStream
+from mcp.serving.host import ModelVersion
+
+# Threads that wait on engine queues: one per token read in flight, never the event loop.
+_READERS = anyio.CapacityLimiter(1024)
+_END = object()
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A chat conversation, or a raw text prompt (completions)."""
+
+    messages: Sequence[Mapping[str, Any]] | None = None
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class ChoiceEvent:
+    """A step of choice ``index``: a token (``step``) with its text, or its end (``result``)."""
+
+    index: int
+    text: str
+    step: StepOutput | None = None
+    result: InferResult | None = None
+
+
+@dataclass
+class Generation:
+    """The choices of one request, on one model version."""
+
+    version: ModelVersion
+    streams: list[TextStream] = field(default_factory=list)
+
+    @classmethod
+    async def start(cls, version: ModelVersion, prompts: Sequence[Prompt], options: Mapping[str, Any],
+                    n: int) -> Generation:
+        """Submit ``n`` choices per prompt (choice index = prompt * n + j). With a seed, choice
+        j samples with seed + j, so the n choices differ and each is reproducible."""
+        generation = cls(version)
+        await anyio.to_thread.run_sync(generation._submit_all, prompts, dict(options), n, limiter=_READERS)
+        return generation
+
+    def _submit_all(self, prompts: Sequence[Prompt], options: dict[str, Any], n: int) -> None:
+        try:
+            for prompt in prompts:
+                for j in range(n):
+                    self.streams.append(self._submit(prompt, _choice_options(options, j)))
+        except BaseException:
+            self.cancel()  # refused part-way: nothing of this request stays queued
+            raise
+
+    def _submit(self, prompt: Prompt, options: dict[str, Any]) -> TextStream:
+        model = self.version.model
+        if prompt.messages is not None:
+            return model.chat_stream(prompt.messages, **options)
+        return model.stream(prompt.text, raw=True, **options)
+
+    def cancel(self) -> None:
+        for stream in self.streams:
+            stream.cancel()
+
+    async def events(self) -> AsyncIterator[ChoiceEvent]:
+        """Every choice's events, interleaved as they come; each choice ends with a result."""
+        if len(self.streams) == 1:
+            async for event in _choice_events(0, self.streams[0]):
+                yield event
+            return
+        merged: asyncio.Queue[ChoiceEvent | BaseException | object] = asyncio.Queue()
+        tasks = [asyncio.create_task(_pump(i, s, merged)) for i, s in enumerate(self.streams)]
+        try:
+            for _ in range(len(tasks)):
+                while (item := await merged.get()) is not _END:
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def results(self) -> list[InferResult]:
+        """Read every choice to its end; the results in choice order."""
+        results: dict[int, InferResult] = {}
+        async for event in self.events():
+            if event.result is not None:
+                results[event.index] = event.result
+        return [results[i] for i in range(len(self.streams))]
+
+
+def _choice_options(options: dict[str, Any], j: int) -> dict[str, Any]:
+    if j == 0 or options.get("seed") is None:
+        return options
+    return {**options, "seed": options["seed"] + j}
+
+
+async def _choice_events(index: int, stream: TextStream) -> AsyncIterator[ChoiceEvent]:
+    steps = stream.steps()
+    emitted = 0
+    while (step := await anyio.to_thread.run_sync(next, steps, _END, limiter=_READERS)) is not _END:
+        emitted += len(step.text)
+        yield ChoiceEvent(index, step.text, step=step)
+    result = stream.result
+    assert result is not None, "steps() sets the result at its end"
+    yield ChoiceEvent(index, result.text[emitted:], result=result)  # text released by a cancel/deadline
+
+
+async def _pump(index: int, stream: TextStream, merged: asyncio.Queue) -> None:
+    try:
+        async for event in _choice_events(index, stream):
+            merged.put_nowait(event)
+    except BaseException as exc:  # noqa: BLE001 - handed to the reader, which raises it
+        merged.put_nowait(exc)
+        return
+    merged.put_nowait(_END)

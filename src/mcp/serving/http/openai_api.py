@@ -1,0 +1,216 @@
+"""``/v1/chat/completions``, ``/v1/completions``, ``/v1/models``: OpenAI's API on the host's models.
+
+A request's path: authenticate (``Authorization: Bearer``) -> tenant rate limit -> check the
+server's limits -> hold the model version (``model``: name, name:version, or empty for the
+default) -> submit every choice (admission control may refuse: 429) -> answer, or stream
+server-sent events. The SLO class comes from the ``x-sla-class`` header, the tenant from the
+key (or, on an open server, the ``x-tenant`` header). A client that goes away cancels its
+sequences; the version is released when the last byte is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import StreamingResponse
+
+from mcp.engine.sequence import StepOutput
+from mcp.engine.scheduler.slo import SLOClass
+from mcp.runtime.errors import InvalidRequestError, MCPError
+from mcp.runtime.result import InferResult
+from mcp.serving.errors import FieldError, describe
+from mcp.serving.generation import Generation, Prompt
+from mcp.serving.host import ModelVersion
+from mcp.serving.http import render
+from mcp.serving.http import schemas as s
+from mcp.serving.http.app import ServerState
+from mcp.serving.http.auth import caller_of, state_of
+from mcp.serving.tenants import Caller
+
+router = APIRouter(tags=["openai"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": s.ErrorResponse} for code in (400, 401, 403, 404, 413, 429, 500)}
+STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "data: {chunk JSON} events, "
+                                                                          "then data: [DONE]"}}}
+
+
+@router.get("/v1/models", response_model=s.ModelList, responses=ERRORS)
+async def list_models(state: ServerState = Depends(state_of), caller: Caller = Depends(caller_of)) -> s.ModelList:
+    cards = [s.ModelCard(id=name, created=int(v.loaded_at)) for name, v in sorted(state.host.current().items())]
+    cards += [s.ModelCard(id=v.key, created=int(v.loaded_at)) for v in state.host.versions()]
+    return s.ModelList(data=cards)
+
+
+@router.post("/v1/chat/completions", response_model=s.ChatCompletionResponse,
+             responses={**ERRORS, 200: {"content": STREAM}})
+async def chat_completions(body: s.ChatCompletionRequest, request: Request,
+                           x_sla_class: str | None = Header(None), state: ServerState = Depends(state_of),
+                           caller: Caller = Depends(caller_of)):
+    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
+                for m in body.messages]
+    _check_prompt_size(sum(len(m["content"]) for m in messages), state, "messages")
+    logprobs = (body.top_logprobs or 0) if body.logprobs else None
+    options = _options(body, body.max_completion_tokens or body.max_tokens, logprobs, x_sla_class, state, caller)
+    return await _serve(request, state, caller, body, [Prompt(messages=messages)], options, chat=True)
+
+
+@router.post("/v1/completions", response_model=s.CompletionResponse,
+             responses={**ERRORS, 200: {"content": STREAM}})
+async def completions(body: s.CompletionRequest, request: Request, x_sla_class: str | None = Header(None),
+                      state: ServerState = Depends(state_of), caller: Caller = Depends(caller_of)):
+    if body.echo:
+        raise FieldError("echo is not supported; leave it out or false", "echo")
+    texts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
+    if not texts:
+        raise FieldError("prompt is an empty list; give at least one prompt", "prompt")
+    _check_prompt_size(sum(len(t) for t in texts), state, "prompt")
+    options = _options(body, body.max_tokens, body.logprobs, x_sla_class, state, caller)
+    return await _serve(request, state, caller, body, [Prompt(text=t) for t in texts], options, chat=False)
+
+
+# -- checking a request -----------------------------------------------------------------------
+def _text(content: str | list[s.TextPart]) -> str:
+    return content if isinstance(content, str) else "".join(part.text for part in content)
+
+
+def _check_prompt_size(num_chars: int, state: ServerState, param: str) -> None:
+    limit = state.config.serving.limits.max_prompt_chars
+    if num_chars > limit:
+        raise FieldError(f"{param} has {num_chars} characters; this server takes at most {limit} "
+                         "(serving.limits.max_prompt_chars)", param)
+
+
+def _options(body: s.ChatCompletionRequest | s.CompletionRequest, max_tokens: int | None, logprobs: int | None,
+             sla_class: str | None, state: ServerState, caller: Caller) -> dict[str, Any]:
+    limits = state.config.serving.limits
+    if max_tokens is not None and max_tokens > limits.max_tokens:
+        raise FieldError(f"max_tokens is {max_tokens}; this server allows at most {limits.max_tokens}", "max_tokens")
+    if max_tokens is None:  # the config's default, within the server's limit
+        max_tokens = min(state.config.generation.max_tokens, limits.max_tokens)
+    if body.n > limits.max_n:
+        raise FieldError(f"n is {body.n}; this server allows at most {limits.max_n}", "n")
+    if sla_class is not None:
+        try:
+            SLOClass.parse(sla_class)
+        except InvalidRequestError as error:
+            raise FieldError(f"header x-sla-class: {error}", "x-sla-class") from None
+    options = {"max_tokens": max_tokens, "temperature": body.temperature, "top_p": body.top_p,
+               "top_k": body.top_k, "min_p": body.min_p, "repetition_penalty": body.repetition_penalty,
+               "presence_penalty": body.presence_penalty, "frequency_penalty": body.frequency_penalty,
+               "seed": body.seed, "stop": body.stop, "logprobs": logprobs, "tenant": caller.tenant.name,
+               "slo_class": sla_class, "timeout": state.config.serving.request_timeout_s}
+    if body.ignore_eos:
+        options["ignore_eos"] = True
+    return options
+
+
+# -- running it -------------------------------------------------------------------------------
+async def _serve(request: Request, state: ServerState, caller: Caller, body: s.ChatCompletionRequest |
+                 s.CompletionRequest, prompts: list[Prompt], options: dict[str, Any], chat: bool):
+    state.limiter.admit(caller.tenant)
+    version = state.host.resolve_and_hold(body.model or None)
+    try:
+        generation = await Generation.start(version, prompts, options, body.n)
+    except BaseException:
+        state.host.release(version)
+        raise
+    reply = _Reply(state, caller, version, generation, chat, len(prompts), options["logprobs"] is not None)
+    if body.stream:
+        usage = bool(body.stream_options and body.stream_options.include_usage)
+        return StreamingResponse(reply.stream(usage), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    try:
+        return await reply.whole(request)
+    finally:
+        reply.finish()
+
+
+class _Reply:
+    """One request's answer, whole or streamed, on its held version."""
+
+    def __init__(self, state: ServerState, caller: Caller, version: ModelVersion, generation: Generation,
+                 chat: bool, num_prompts: int, logprobs: bool) -> None:
+        self.state, self.caller, self.version, self.generation = state, caller, version, generation
+        self.chat, self.num_prompts, self.logprobs = chat, num_prompts, logprobs
+        self.id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+        self.created = int(time.time())
+        self.results: dict[int, InferResult] = {}
+        self.finished = False
+        self.decode = (lambda token_id: version.model.engine.tokenizer.decode([token_id])) if logprobs else None
+
+    async def whole(self, request: Request) -> s.ChatCompletionResponse | s.CompletionResponse:
+        steps: list[list[StepOutput]] = [[] for _ in self.generation.streams]
+        watcher = asyncio.create_task(_cancel_on_disconnect(request, self.generation))
+        try:
+            async for event in self.generation.events():
+                if event.step is not None:
+                    steps[event.index].append(event.step)
+                if event.result is not None:
+                    self.results[event.index] = event.result
+        finally:
+            watcher.cancel()
+        results = [self.results[i] for i in range(len(steps))]
+        if self.chat:
+            return render.chat_response(self.id, self.created, self.version.key, results, steps, self.decode)
+        return render.completion_response(self.id, self.created, self.version.key, results, steps, self.decode,
+                                          self.num_prompts)
+
+    async def stream(self, include_usage: bool) -> AsyncIterator[bytes]:
+        try:
+            if self.chat:
+                yield render.sse(self._chat_chunk([s.ChatChunkChoice(index=i, delta=s.ChatDelta(role="assistant"))
+                                                   for i in range(len(self.generation.streams))]))
+            async for event in self.generation.events():
+                if event.result is not None:
+                    self.results[event.index] = event.result
+                if event.text or event.result is not None or (self.logprobs and event.step is not None):
+                    yield render.sse(self._chunk(event))
+            if include_usage:
+                usage = render.usage([self.results[i] for i in sorted(self.results)], self.num_prompts)
+                yield render.sse(self._chat_chunk([], usage) if self.chat else self._text_chunk([], usage))
+        except MCPError as exc:  # after the 200 went out: the error travels as an event
+            yield render.sse(s.ErrorResponse.model_validate(describe(exc).body()))
+        finally:
+            self.finish()
+        yield render.SSE_DONE
+
+    def _chunk(self, event) -> s.ChatCompletionChunk | s.CompletionResponse:
+        reason = event.result.finish_reason if event.result is not None else None
+        steps = [event.step] if event.step is not None else []
+        if self.chat:
+            logprobs = render.chat_logprobs(steps, self.decode) if self.decode else None
+            delta = s.ChatDelta(content=event.text)
+            return self._chat_chunk([s.ChatChunkChoice(index=event.index, delta=delta, finish_reason=reason,
+                                                       logprobs=logprobs)])
+        logprobs = render.completion_logprobs(steps, self.decode) if self.decode else None
+        return self._text_chunk([s.CompletionChoice(index=event.index, text=event.text, finish_reason=reason,
+                                                    logprobs=logprobs)])
+
+    def _chat_chunk(self, choices: list[s.ChatChunkChoice], usage: s.Usage | None = None) -> s.ChatCompletionChunk:
+        return s.ChatCompletionChunk(id=self.id, created=self.created, model=self.version.key, choices=choices,
+                                     usage=usage)
+
+    def _text_chunk(self, choices: list[s.CompletionChoice], usage: s.Usage | None = None) -> s.CompletionResponse:
+        return s.CompletionResponse(id=self.id, created=self.created, model=self.version.key, choices=choices,
+                                    usage=usage)
+
+    def finish(self) -> None:
+        """Once, at the end however it came: stop what still runs, release the version, count tokens."""
+        if self.finished:
+            return
+        self.finished = True
+        self.generation.cancel()
+        self.state.host.release(self.version)
+        used = sum(r.usage.total_tokens for r in self.results.values())
+        self.state.limiter.record_tokens(self.caller.tenant, used)
+
+
+async def _cancel_on_disconnect(request: Request, generation: Generation) -> None:
+    while not await request.is_disconnected():
+        await asyncio.sleep(0.2)
+    generation.cancel()

@@ -1,0 +1,222 @@
+"""Wire types of the OpenAI-compatible API (pydantic; they make ``/openapi.json``).
+
+Requests are strict (``"0.5"`` is not a temperature) and refuse unknown fields, so a typo is
+a 400 naming the field instead of an option silently ignored. ``top_k``, ``min_p``,
+``repetition_penalty`` and ``ignore_eos`` are extensions (vLLM's names).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FinishReason = Literal["stop", "length", "cancelled", "deadline"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class _Response(BaseModel):
+    pass
+
+
+class StreamOptions(_Request):
+    include_usage: bool = False
+
+
+class TextPart(_Request):
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(_Request):
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[TextPart]
+    name: str | None = None
+
+
+class _Sampling(_Request):
+    model: str = Field("", description="name or name:version; empty: the server's default model")
+    max_tokens: int | None = Field(None, ge=1)
+    temperature: float | None = Field(None, ge=0, le=2)
+    top_p: float | None = Field(None, gt=0, le=1)
+    top_k: int | None = Field(None, ge=0)
+    min_p: float | None = Field(None, ge=0, lt=1)
+    repetition_penalty: float | None = Field(None, gt=0)
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(None, ge=-2, le=2)
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    ignore_eos: bool = False
+    n: int = Field(1, ge=1)
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    user: str | None = None
+
+
+class ChatCompletionRequest(_Sampling):
+    messages: list[ChatMessage] = Field(min_length=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    logprobs: bool = False
+    top_logprobs: int | None = Field(None, ge=0, le=20)
+
+
+class CompletionRequest(_Sampling):
+    prompt: str | list[str]
+    logprobs: int | None = Field(None, ge=0, le=20)
+    echo: bool = False
+
+
+# -- responses ------------------------------------------------------------------------------
+class Usage(_Response):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class TopLogprob(_Response):
+    token: str
+    logprob: float
+    bytes: list[int] | None = None
+
+
+class TokenLogprob(TopLogprob):
+    top_logprobs: list[TopLogprob]
+
+
+class ChoiceLogprobs(_Response):
+    content: list[TokenLogprob] | None
+
+
+class AssistantMessage(_Response):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class ChatChoice(_Response):
+    index: int
+    message: AssistantMessage
+    finish_reason: FinishReason
+    logprobs: ChoiceLogprobs | None = None
+
+
+class ChatCompletionResponse(_Response):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[ChatChoice]
+    usage: Usage
+
+
+class ChatDelta(_Response):
+    role: Literal["assistant"] | None = None
+    content: str | None = None
+
+
+class ChatChunkChoice(_Response):
+    index: int
+    delta: ChatDelta
+    finish_reason: FinishReason | None = None
+    logprobs: ChoiceLogprobs | None = None
+
+
+class ChatCompletionChunk(_Response):
+    """One ``data:`` event of a streamed chat completion."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChatChunkChoice]
+    usage: Usage | None = None
+
+
+class CompletionLogprobs(_Response):
+    tokens: list[str]
+    token_logprobs: list[float]
+    top_logprobs: list[dict[str, float]]
+    text_offset: list[int]
+
+
+class CompletionChoice(_Response):
+    index: int
+    text: str
+    finish_reason: FinishReason | None = None
+    logprobs: CompletionLogprobs | None = None
+
+
+class CompletionResponse(_Response):
+    """A text completion, and also each ``data:`` event of a streamed one."""
+
+    id: str
+    object: Literal["text_completion"] = "text_completion"
+    created: int
+    model: str
+    choices: list[CompletionChoice]
+    usage: Usage | None = None
+
+
+class ModelCard(_Response):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "mcp2026"
+
+
+class ModelList(_Response):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class ErrorDetail(_Response):
+    message: str
+    type: str
+    param: str | None
+    code: str | None
+
+
+class ErrorResponse(_Response):
+    error: ErrorDetail
+
+
+class HealthResponse(_Response):
+    status: str
+
+
+class ProbeResponse(_Response):
+    """What Argo Rollouts' web provider reads (``jsonPath: "{$.value}"``)."""
+
+    metric: str
+    value: float
+    healthy: bool
+    window_s: float
+    samples: int
+
+
+# -- admin ----------------------------------------------------------------------------------
+class LoadModelRequest(_Request):
+    name: str = Field(min_length=1)
+    source: str = Field(min_length=1, description="a .mcp path on the server or a catalog name")
+    version: str = Field("1", min_length=1)
+    precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] | None = None
+    activate: bool = Field(True, description="make it the name's current version (a swap) once ready")
+
+
+class SwapModelRequest(_Request):
+    version: str = Field(min_length=1)
+
+
+class ModelVersionInfo(_Response):
+    name: str
+    version: str
+    source: str
+    current: bool
+    in_flight: int
+    load_to_ready_s: float
+
+
+class ModelVersionList(_Response):
+    data: list[ModelVersionInfo]

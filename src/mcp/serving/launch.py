@@ -1,0 +1,90 @@
+"""``mcp2026 serve``: load the configured models, then serve HTTP with uvicorn until SIGTERM.
+
+SIGTERM (or Ctrl-C) stops accepting connections, turns ``/ready`` to 503, lets in-flight
+requests finish for up to ``serving.timeouts.shutdown_drain_s`` seconds, then unloads.
+With no tenant keys configured the server runs open and binds 127.0.0.1 whatever the host.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from dataclasses import replace
+
+import uvicorn
+
+from mcp.runtime.config import RuntimeConfig
+from mcp.runtime.errors import ConfigError
+from mcp.runtime.serving_config import ServedModel, ServingConfig
+from mcp.runtime.session import Session
+from mcp.serving.host import ModelHost
+from mcp.serving.http.app import ServerState, create_app
+from mcp.serving.tenants import TenantDirectory
+
+logger = logging.getLogger("mcp.serving")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def serve(config: RuntimeConfig, host: str | None = None, port: int | None = None,
+          extra_models: tuple[ServedModel, ...] = ()) -> int:
+    """Run the server in this process until it is told to stop; returns the exit status."""
+    _setup_logging()
+    serving = _bind_address(config.serving, host, port)
+    models = (*serving.models, *extra_models)
+    if not models:
+        raise ConfigError("no model to serve: add serving.models to the config or pass --model")
+    config = replace(config, serving=replace(serving, models=models))
+    with Session(config) as session:
+        model_host = ModelHost(session, serving.default_model or models[0].name)
+        state = ServerState(config, model_host, TenantDirectory(serving.tenants))
+        try:
+            for spec in models:
+                loaded = model_host.load(spec)
+                logger.info("model %s ready in %.3f s (%s)", loaded.key, loaded.load_to_ready_s, spec.source)
+            server = _DrainingServer(state, uvicorn.Config(
+                create_app(state), host=serving.host, port=serving.port, log_level="info",
+                timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False))
+            _quiet_after_drain()
+            server.run()
+        finally:
+            model_host.close()
+    return 0
+
+
+def _bind_address(serving: ServingConfig, host: str | None, port: int | None) -> ServingConfig:
+    serving = replace(serving, host=host or serving.host, port=serving.port if port is None else port)
+    if serving.tenants:
+        return serving
+    if serving.host not in LOOPBACK:
+        logger.warning("no API keys are configured (serving.tenants): binding 127.0.0.1 instead of %s",
+                       serving.host)
+        serving = replace(serving, host="127.0.0.1")
+    logger.warning("running OPEN: no API keys are configured, every caller is an admin; "
+                   "add serving.tenants to require keys")
+    return serving
+
+
+class _DrainingServer(uvicorn.Server):
+    """uvicorn's server, telling the app it drains as soon as a signal arrives."""
+
+    def __init__(self, state: ServerState, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._state = state
+
+    def handle_exit(self, sig, frame) -> None:
+        if not self._state.draining:
+            logger.info("signal %s: draining in-flight requests (up to %.0f s), then stopping", sig,
+                        self._state.config.serving.shutdown_drain_s)
+        self._state.draining = True
+        super().handle_exit(sig, frame)
+
+
+def _quiet_after_drain() -> None:
+    """uvicorn raises the signal it caught again once it has drained, with the handlers it found
+    installed: these keep that second delivery from killing the process before the models unload."""
+    for number in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(number, lambda *_: None)
+
+
+def _setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

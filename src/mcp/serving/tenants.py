@@ -1,0 +1,105 @@
+"""Tenants: who a request's API key belongs to, what it may do, and its per-minute limits.
+
+Keys are kept as sha256 hex digests (config ``serving.tenants[].key_sha256``) and compared in
+constant time. With no tenants configured the server runs open: every request is tenant
+``default`` (or the ``x-tenant`` header's, which only steers fair-share scheduling) with the
+admin role, and ``mcp2026 serve`` binds 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+
+from mcp.runtime.serving_config import Tenant
+from mcp.serving.errors import AuthenticationError, PermissionDeniedError, RateLimitedError
+
+WINDOW_S = 60.0
+OPEN_TENANT = Tenant("default", (), "admin")
+
+
+def hash_key(key: str) -> str:
+    """What ``serving.tenants[].key_sha256`` holds for ``key``."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The tenant a request runs as."""
+
+    tenant: Tenant
+    authenticated: bool  # False when the server runs open
+
+    def require_admin(self) -> None:
+        if self.tenant.role != "admin":
+            raise PermissionDeniedError(f"tenant {self.tenant.name!r} may not use the admin endpoints; "
+                                        "use a key of a tenant with role: admin")
+
+
+class TenantDirectory:
+    """Finds the tenant of an ``Authorization: Bearer KEY`` header."""
+
+    def __init__(self, tenants: tuple[Tenant, ...]) -> None:
+        self._by_digest = [(digest, tenant) for tenant in tenants for digest in tenant.key_sha256]
+
+    @property
+    def open(self) -> bool:
+        return not self._by_digest
+
+    def authenticate(self, authorization: str | None, tenant_header: str | None = None) -> Caller:
+        if self.open:
+            name = tenant_header or OPEN_TENANT.name
+            return Caller(Tenant(name, (), "admin"), authenticated=False)
+        scheme, _, key = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not key.strip():
+            raise AuthenticationError("no API key: send the header 'Authorization: Bearer YOUR_KEY'")
+        digest = hash_key(key.strip())
+        for known, tenant in self._by_digest:  # every digest compared: the time says nothing of the key
+            match = hmac.compare_digest(known, digest)
+            if match:
+                return Caller(tenant, authenticated=True)
+        raise AuthenticationError("the API key matches no tenant of this server; check the key")
+
+
+class RateLimiter:
+    """Requests and tokens per minute per tenant, over a sliding 60 s window."""
+
+    def __init__(self, clock=time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._requests: dict[str, deque[float]] = {}
+        self._tokens: dict[str, deque[tuple[float, int]]] = {}
+
+    def admit(self, tenant: Tenant) -> None:
+        """Count one request, or raise RateLimitedError with the seconds until one fits."""
+        now = self._clock()
+        with self._lock:
+            requests = _trimmed(self._requests.setdefault(tenant.name, deque()), now)
+            tokens = _trimmed(self._tokens.setdefault(tenant.name, deque()), now)
+            if tenant.requests_per_minute is not None and len(requests) >= tenant.requests_per_minute:
+                wait = requests[0] + WINDOW_S - now
+                raise RateLimitedError(f"tenant {tenant.name!r} is over its {tenant.requests_per_minute} requests "
+                                       f"per minute; retry in {wait:.0f} s", wait)
+            used = sum(count for _, count in tokens)
+            if tenant.tokens_per_minute is not None and used >= tenant.tokens_per_minute:
+                wait = tokens[0][0] + WINDOW_S - now
+                raise RateLimitedError(f"tenant {tenant.name!r} used {used} of its {tenant.tokens_per_minute} "
+                                       f"tokens per minute; retry in {wait:.0f} s", wait)
+            requests.append(now)
+
+    def record_tokens(self, tenant: Tenant, num_tokens: int) -> None:
+        """Tokens a finished request used (prompt and completion)."""
+        if tenant.tokens_per_minute is None or num_tokens <= 0:
+            return
+        with self._lock:
+            self._tokens.setdefault(tenant.name, deque()).append((self._clock(), num_tokens))
+
+
+def _trimmed(window: deque, now: float) -> deque:
+    while window and (window[0] if isinstance(window[0], float) else window[0][0]) <= now - WINDOW_S:
+        window.popleft()
+    return window
