@@ -4,6 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 MODEL  := smollm2-135m-instruct
+# pip extras of the editable install; CI (.ci/run) adds llamacpp-server for the consistency checks' llama.cpp tests
+EXTRAS ?= test
 
 .PHONY: demo test test-fast test-cuda install clean
 
@@ -13,7 +15,7 @@ $(STAMP): pyproject.toml setup.py constraints/cpu.txt $(wildcard src/mcp/engine/
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt torch
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt -e '.[test]'
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt -e '.[$(EXTRAS)]'
 	touch $@
 
 install: $(STAMP)

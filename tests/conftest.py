@@ -70,3 +70,20 @@ def _hf_greedy(hf_model, ids: list[int], num_tokens: int) -> list[int]:
 def hf_greedy():
     """transformers' greedy continuation: hf_greedy(model, prompt_ids, num_tokens) -> ids."""
     return _hf_greedy
+
+
+@pytest.fixture(scope="session")
+def consistency_ci():
+    """The CI consistency suite on the default model: (model, suite, inputs, transformers' records)."""
+    from mcp.backends.hf_transformers import TransformersBackend
+    from mcp.ops.consistency.command import resolve_model
+    from mcp.ops.consistency.runner import run_reference, suite_inputs
+    from mcp.ops.consistency.suite import load_suite
+
+    model, suite = resolve_model(catalog.DEFAULT_MODEL), load_suite("ci")
+    inputs = suite_inputs(suite, model.tokenizer)
+    reference = TransformersBackend(model.sources.gguf)
+    reference.load()
+    records = run_reference(reference, inputs, suite.top_logprobs, frozenset(model.tokenizer.eos_token_ids))
+    reference.unload()
+    return model, suite, inputs, records

@@ -1,4 +1,4 @@
-"""The ``mcp2026`` command line: pull, compile, inspect, run, serve, bench serve.
+"""The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -73,6 +73,8 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="also serve this .mcp path or catalog name (repeatable)")
     serve.add_argument("--hash-key", metavar="KEY", help="print the sha256 of an API key for the config, and exit")
     serve.set_defaults(handler=_serve)
+    check = commands.add_parser("check", help="checks: check consistency (the cross-engine matrix)")
+    _add_check_consistency(check.add_subparsers(title="checks", metavar="CHECK"))
 
     bench = commands.add_parser("bench", help="benchmarks: bench serve (load generator and SLO report)")
     _add_bench_serve(bench.add_subparsers(title="benchmarks", metavar="BENCH"))
@@ -120,6 +122,22 @@ def _add_bench_serve(benches: argparse._SubParsersAction) -> None:
     report.add_argument("--json", type=Path, help="write every request record and the summary here")
     report.add_argument("--plots", type=Path, help="write PNG plots into this folder")
     serve.set_defaults(handler=_bench_serve)
+
+
+def _add_check_consistency(checks: argparse._SubParsersAction) -> None:
+    """Flags of ``check consistency``; docs/consistency.md explains each."""
+    from mcp.ops.consistency.arguments import add_arguments
+
+    consistency = checks.add_parser("consistency", help="the same prompts on several engines, against a reference",
+                                    epilog="Suites, tolerances, reports, golden files: docs/consistency.md")
+    add_arguments(consistency)
+    consistency.set_defaults(handler=_check_consistency)
+
+
+def _check_consistency(args: argparse.Namespace) -> int:
+    from mcp.ops.consistency.command import check_consistency
+
+    return check_consistency(args)
 
 
 def _pull(args: argparse.Namespace) -> int:
