@@ -3,10 +3,13 @@
 ``upgrade(engine)`` brings any registry database to the newest schema; running it again,
 or from several processes at once, is safe: SQLite serializes it through ``BEGIN
 IMMEDIATE``, PostgreSQL through a transaction-scoped advisory lock taken in ``env.py``.
+Alembic keeps its running context in module globals, so within one process migrations
+also take a lock: two threads never run ``env.py`` at the same time.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from alembic import command
@@ -19,6 +22,7 @@ from sqlalchemy.exc import DBAPIError
 from mcp.gateway.registry.database import unavailable
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+_IN_PROCESS = threading.Lock()
 
 
 def alembic_config() -> Config:
@@ -40,7 +44,7 @@ def upgrade(engine: Engine, revision: str = "head") -> str | None:
     """Migrate the database to ``revision``; returns the revision it is at afterwards."""
     config = alembic_config()
     try:
-        with engine.begin() as connection:
+        with _IN_PROCESS, engine.begin() as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
     except DBAPIError as exc:

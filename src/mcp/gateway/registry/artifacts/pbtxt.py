@@ -82,10 +82,12 @@ class _Parser:
     def _list(self) -> list:
         values = []
         while self._peek_text() != "]":
+            if self._peek_text() is None:
+                self._fail("missing ']'")
             values.append(self._nested() if self._peek_text() in _CLOSE else self._scalar())
             if self._peek_text() == ",":
                 self.index += 1
-            elif self._peek_text() != "]":
+            elif self._peek_text() not in ("]", None):
                 self._fail("expected ',' or ']' in a list")
         self.index += 1
         return values
