@@ -9,13 +9,19 @@ unreachable server makes those tests fail, never skip.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 
+from mcp.gateway.registry.records import ArtifactMetadata
 from mcp.gateway.registry.registry import Registry
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gateway_artifacts import write_hf_folder, write_onnx, write_triton_repo  # noqa: E402
 
 POSTGRES_ADMIN_URL = os.environ.get("MCP_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 BACKENDS = ("sqlite", "postgresql")
@@ -56,3 +62,32 @@ class postgres_database:
         with self.admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)'))
         self.admin.dispose()
+
+
+@pytest.fixture
+def artifact() -> ArtifactMetadata:
+    """Metadata for tests that do not care about the artifact itself."""
+    return ArtifactMetadata(uri="file:///models/m.gguf", format="gguf", sha256="ab" * 32, size_bytes=1234,
+                            name="m", architecture="llama", parameter_count=1000, quantization="Q4_1",
+                            context_length=2048, license="apache-2.0", lineage={"general.name": "m"})
+
+
+@pytest.fixture
+def hf_folder(tmp_path: Path) -> Path:
+    return write_hf_folder(tmp_path)
+
+
+@pytest.fixture
+def onnx_file(tmp_path: Path) -> Path:
+    return write_onnx(tmp_path / "tiny.onnx")
+
+
+@pytest.fixture
+def make_onnx():
+    """make_onnx(path, quantized=False) writes a tiny checked ONNX model."""
+    return write_onnx
+
+
+@pytest.fixture
+def triton_repo(tmp_path: Path) -> Path:
+    return write_triton_repo(tmp_path)

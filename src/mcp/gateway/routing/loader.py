@@ -74,7 +74,7 @@ def _table(spec: RoutingFile, source: str, sha256: str) -> RouteTable:
 
 def _route(name: str, spec: _TargetSpec, conditions: tuple[Condition, ...]) -> Route:
     target = _backend(spec.backend) if spec.backend is not None else _split(name, spec.split)
-    fallbacks = tuple(Fallback(frozenset(f.on), _backend(f.backend)) for f in spec.fallbacks)
+    fallbacks = tuple(Fallback(frozenset(f.when), _backend(f.backend)) for f in spec.fallbacks)
     return Route(name, conditions, target, fallbacks)
 
 

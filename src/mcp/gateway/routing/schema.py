@@ -77,7 +77,8 @@ class SplitSpec(_Strict):
 
 
 class FallbackSpec(_Strict):
-    on: Annotated[list[Literal["error", "timeout", "over_capacity"]], BeforeValidator(_as_list)] = \
+    # not "on": YAML 1.1 reads a bare on as the boolean true
+    when: Annotated[list[Literal["error", "timeout", "over_capacity"]], BeforeValidator(_as_list)] = \
         Field(default_factory=lambda: list(FALLBACK_REASONS), min_length=1)
     backend: BackendSpec
 

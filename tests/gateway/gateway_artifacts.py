@@ -1,4 +1,5 @@
-"""Artifacts the tests build: a tiny HF folder, a tiny ONNX file, a Triton repository."""
+"""Artifacts the gateway tests build: a tiny HF folder, a tiny ONNX file, a Triton repository
+(fixtures in conftest.py beside this file)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,6 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 from safetensors.numpy import save_file
 
 HF_SHAPES = {"model.embed_tokens.weight": (64, 16), "model.layers.0.mlp.up_proj.weight": (32, 16),
@@ -14,8 +14,7 @@ HF_SHAPES = {"model.embed_tokens.weight": (64, 16), "model.layers.0.mlp.up_proj.
 ONNX_SHAPES = {"W": (8, 4), "B": (4,)}
 
 
-@pytest.fixture
-def hf_folder(tmp_path: Path) -> Path:
+def write_hf_folder(tmp_path: Path) -> Path:
     folder = tmp_path / "tiny-llama"
     folder.mkdir()
     numbers = np.random.default_rng(0)
@@ -47,17 +46,6 @@ def write_onnx(path: Path, *, quantized: bool = False) -> Path:
     return path
 
 
-@pytest.fixture
-def make_onnx():
-    """make_onnx(path, quantized=False) writes a tiny checked ONNX model."""
-    return write_onnx
-
-
-@pytest.fixture
-def onnx_file(tmp_path: Path) -> Path:
-    return write_onnx(tmp_path / "tiny.onnx")
-
-
 TRITON_CONFIG = '''
 # a Triton model configuration, text protobuf
 name: "tiny-mlp"
@@ -77,8 +65,7 @@ dynamic_batching { max_queue_delay_microseconds: 100 }
 '''
 
 
-@pytest.fixture
-def triton_repo(tmp_path: Path) -> Path:
+def write_triton_repo(tmp_path: Path) -> Path:
     repo = tmp_path / "model_repository"
     model = repo / "tiny-mlp"
     (model / "1").mkdir(parents=True)
