@@ -63,8 +63,8 @@ _REQUIRED = object()
 
 def load_gguf(path: Path) -> SourceModel:
     """Read ``path`` (a GGUF file) into a ``SourceModel``; tensor data stays memory-mapped."""
-    reader = _open_reader(path)
-    arch_name = _field(path, reader, "general.architecture")
+    reader = open_reader(path)
+    arch_name = read_field(path, reader, "general.architecture")
     if arch_name not in SUPPORTED_ARCHITECTURES:
         raise UnsupportedModelError(
             f"{path}: GGUF architecture {arch_name!r} is not supported; supported: "
@@ -81,20 +81,20 @@ def load_gguf(path: Path) -> SourceModel:
         architecture=architecture,
         tokenizer=tokenizer_spec_from_gguf(reader),
         tensors=tensors,
-        license=_field(path, reader, "general.license", None),
-        base_model=_field(path, reader, "general.name", None),
+        license=read_field(path, reader, "general.license", None),
+        base_model=read_field(path, reader, "general.name", None),
         recipe={"qk_layout": "unpermuted" if permuted else "native", "source_architecture": arch_name},
     )
 
 
-def _open_reader(path: Path) -> GGUFReader:
+def open_reader(path: Path) -> GGUFReader:
     try:
         return GGUFReader(path)
     except (ValueError, IndexError, KeyError, OSError) as exc:
         raise ModelFormatError(f"{path}: not a readable GGUF file ({exc})") from None
 
 
-def _field(path: Path, reader: GGUFReader, key: str, default: Any = _REQUIRED) -> Any:
+def read_field(path: Path, reader: GGUFReader, key: str, default: Any = _REQUIRED) -> Any:
     field = reader.get_field(key)
     if field is None:
         if default is _REQUIRED:
@@ -107,7 +107,7 @@ def _architecture(
     path: Path, reader: GGUFReader, arch: str, by_name: dict[str, ReaderTensor]
 ) -> ArchitectureConfig:
     def get(key: str, default: Any = _REQUIRED) -> Any:
-        return _field(path, reader, f"{arch}.{key}", default)
+        return read_field(path, reader, f"{arch}.{key}", default)
 
     hidden, heads = int(get("embedding_length")), int(get("attention.head_count"))
     head_dim = int(get("attention.key_length", hidden // heads))
@@ -119,7 +119,7 @@ def _architecture(
     return ArchitectureConfig(
         architecture="llama",
         variant=arch,
-        vocab_size=len(_field(path, reader, "tokenizer.ggml.tokens")),
+        vocab_size=len(read_field(path, reader, "tokenizer.ggml.tokens")),
         hidden_size=hidden,
         intermediate_size=int(get("feed_forward_length")),
         num_layers=int(get("block_count")),

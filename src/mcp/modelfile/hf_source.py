@@ -27,8 +27,8 @@ _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # buffers some old checkpoints sav
 
 def load_hf_folder(folder: Path) -> SourceModel:
     """Read ``folder`` into a ``SourceModel``; tensor data is read only when written."""
-    config = _read_config(folder)
-    shards = _shard_files(folder)
+    config = read_config(folder)
+    shards = shard_files(folder)
     if not (folder / "tokenizer.json").is_file():
         raise ModelFormatError(
             f"{folder}: tokenizer.json is missing; save the tokenizer into the folder "
@@ -51,13 +51,13 @@ def load_hf_folder(folder: Path) -> SourceModel:
         architecture=architecture,
         tokenizer=tokenizer_spec_from_hf_folder(folder),
         tensors=tuple(tensors),
-        license=_readme_license(folder),
+        license=readme_license(folder),
         base_model=config.get("_name_or_path") or None,
         recipe={"qk_layout": "native", "source_architecture": model_type, **recipe},
     )
 
 
-def _read_config(folder: Path) -> dict[str, Any]:
+def read_config(folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
     if not path.is_file():
         raise ModelFormatError(f"{folder}: config.json is missing; a Hugging Face model folder needs one")
@@ -70,7 +70,7 @@ def _read_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def _shard_files(folder: Path) -> list[Path]:
+def shard_files(folder: Path) -> list[Path]:
     index = folder / INDEX_FILE
     if index.is_file():
         try:
@@ -197,7 +197,7 @@ def folder_sha256(folder: Path) -> str:
     return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
-def _readme_license(folder: Path) -> str | None:
+def readme_license(folder: Path) -> str | None:
     """The ``license:`` of a model card's YAML front matter, if there is one."""
     readme = folder / "README.md"
     if not readme.is_file():

@@ -1,4 +1,5 @@
-"""The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve.
+"""The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve,
+registry, route.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -78,7 +79,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser("bench", help="benchmarks: bench serve (load generator and SLO report)")
     _add_bench_serve(bench.add_subparsers(title="benchmarks", metavar="BENCH"))
+    _add_gateway_commands(commands)
     return parser
+
+
+def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
+    """``registry`` and ``route``: defined in the gateway, which imports nothing heavy to do so."""
+    from mcp.gateway.registry_commands import add_registry_commands
+    from mcp.gateway.route_commands import add_route_commands
+
+    add_registry_commands(commands)
+    add_route_commands(commands)
 
 
 def _add_bench_serve(benches: argparse._SubParsersAction) -> None:

@@ -1,0 +1,33 @@
+"""Errors of the gateway: all ``MCPError`` subclasses, each message saying what to do."""
+
+from __future__ import annotations
+
+from mcp.runtime.errors import ConfigError, MCPError
+
+
+class RegistryError(MCPError):
+    """Base of the model registry's errors."""
+
+
+class RegistryUnavailableError(RegistryError):
+    """The registry database cannot be reached or opened."""
+
+
+class DuplicateVersionError(RegistryError):
+    """A model version with this name and version is already registered."""
+
+
+class UnknownModelError(RegistryError):
+    """No model of this name is registered."""
+
+
+class UnknownVersionError(RegistryError):
+    """The model exists but has no such version."""
+
+
+class StageTransitionError(RegistryError):
+    """The requested stage change is not allowed from the version's current stage."""
+
+
+class RoutingConfigError(ConfigError):
+    """A routing file is invalid; the message names the route and the field."""
