@@ -4,8 +4,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 MODEL  := smollm2-135m-instruct
-# pip extras of the editable install; CI (.ci/run) adds llamacpp-server for the consistency checks' llama.cpp tests
+# pip extras of the editable install. `make test` adds llamacpp-server on top (llama-cpp-python
+# and its OpenAI server, for the consistency matrix's llama.cpp and HTTP backend tests; pip
+# builds it once, ~8 min on 2 cores, then takes it from its wheel cache).
 EXTRAS ?= test
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test test-fast test-cuda install clean
 
@@ -20,6 +23,10 @@ $(STAMP): pyproject.toml setup.py constraints/cpu.txt $(wildcard src/mcp/engine/
 
 install: $(STAMP)
 
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt -e '.[test,llamacpp-server]'
+	touch $@
+
 mcp-config.yaml:
 	cp examples/mcp-config.yaml $@
 
@@ -27,7 +34,9 @@ demo: $(STAMP) mcp-config.yaml
 	$(BIN)/mcp2026 inspect --plan $$($(BIN)/mcp2026 pull $(MODEL))
 	$(BIN)/python examples/quickstart.py
 
-test: $(STAMP)
+# The registry tests need PostgreSQL on 127.0.0.1:5432: .ci/postgres starts it or says why not.
+test: $(TEST_STAMP)
+	bash .ci/postgres
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
