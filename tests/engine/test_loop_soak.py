@@ -41,7 +41,8 @@ def rss_mib() -> float:
 def test_soak_with_random_cancellations_returns_every_block(fp32_engine):
     engine = fp32_engine
     config = LoopConfig(scheduler=SchedulerConfig(max_num_seqs=64, max_num_batched_tokens=256, max_waiting=256),
-                        block_size=4, kv_cache_bytes=96 * 4 * 46080)  # 96 blocks of 4 tokens: they run out
+                        block_size=4, kv_cache_bytes=96 * 4 * 46080,  # 96 blocks of 4 tokens: they run out
+                        pacing=False)  # full steps, so the blocks do run out and preemptions are soaked too
     loop = EngineLoop(engine, config)
     endings: dict[str, int] = {}
     loop.hooks.add("on_generation_complete", lambda e: endings.__setitem__(e.finish_reason,

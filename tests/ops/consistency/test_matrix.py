@@ -45,7 +45,10 @@ def test_native_int4_meets_its_floor(consistency_ci):
 def test_a_flipped_rope_sign_fails_the_check(consistency_ci):
     backend = _native(consistency_ci, "fp32")
     backend.load()
-    backend.engine.model.rotary.sin_signed.neg_()  # the bug: rotate the other way
+    rotary = backend.engine.model.rotary
+    # the bug: rotate the other way. A new tensor, not neg_(): the tables are shared by every
+    # model with the same RoPE, and flipping them in place broke every later test's model.
+    rotary.sin_signed = rotary.sin_signed.neg()
     result = _compare(backend, consistency_ci)
     failed = {check.bound for check in result.checks if check.passed is False}
     print(result.summary, failed)
