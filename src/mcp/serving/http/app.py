@@ -7,6 +7,7 @@ status ``serving.errors.describe`` gives; a bug is a 500 whose traceback goes to
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
@@ -16,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import MCPError
+from mcp.runtime.errors import ConfigError, MCPError
 from mcp.serving.errors import FieldError, PayloadTooLargeError, WireError, describe
 from mcp.serving.host import ModelHost
 from mcp.serving.metrics import ServingMetrics
@@ -24,6 +25,7 @@ from mcp.serving.probe import ProbeWindow
 from mcp.serving.tenants import RateLimiter, TenantDirectory
 
 logger = logging.getLogger("mcp.serving.http")
+FAULT_DELAY_ENV = "MCP_FAULT_DELAY_MS"
 
 
 @dataclass
@@ -37,9 +39,25 @@ class ServerState:
     probe: ProbeWindow = field(default_factory=ProbeWindow)
     metrics: ServingMetrics | None = None
     draining: bool = False  # SIGTERM received: /ready says no, in-flight requests finish
+    fault_delay_s: float = field(default_factory=lambda: fault_delay_from_env())
 
     def __post_init__(self) -> None:
         self.metrics = ServingMetrics(self.host, self.probe)
+
+
+def fault_delay_from_env() -> float:
+    """A chaos/test knob: ``$MCP_FAULT_DELAY_MS`` delays every completion request by that many
+    milliseconds before it starts, so a canary instance can be made slow on purpose."""
+    text = os.environ.get(FAULT_DELAY_ENV, "").strip()
+    if not text:
+        return 0.0
+    try:
+        delay_ms = float(text)
+    except ValueError:
+        raise ConfigError(f"${FAULT_DELAY_ENV} is {text!r}; give a number of milliseconds, e.g. 500") from None
+    if delay_ms < 0:
+        raise ConfigError(f"${FAULT_DELAY_ENV} is {text}; give a number of milliseconds >= 0")
+    return delay_ms / 1000
 
 
 def create_app(state: ServerState) -> FastAPI:

@@ -113,6 +113,8 @@ def _options(body: s.ChatCompletionRequest | s.CompletionRequest, max_tokens: in
 async def _serve(request: Request, state: ServerState, caller: Caller, body: s.ChatCompletionRequest |
                  s.CompletionRequest, prompts: list[Prompt], options: dict[str, Any], chat: bool):
     state.limiter.admit(caller.tenant)
+    if state.fault_delay_s:  # the injected delay of $MCP_FAULT_DELAY_MS (a test and chaos knob)
+        await asyncio.sleep(state.fault_delay_s)
     version = state.host.resolve_and_hold(body.model or None)
     try:
         generation = await Generation.start(version, prompts, options, body.n)
