@@ -105,7 +105,7 @@ class RolloutStore:
                 return Rollout.from_row(row)
             steps = row.steps["weights"]
             if full or row.step_index + 1 >= len(steps):
-                return self._succeed(work, row, kind)
+                return self._succeed(work, row)
             before = {"step": row.step_index, "weight": row.weight}
             row.step_index += 1
             row.weight, row.step_started_at = steps[row.step_index], now()
@@ -125,7 +125,7 @@ class RolloutStore:
             self._changed(work, row, kind, before, {"weight": 0, "reason": reason, **(detail or {})})
             return Rollout.from_row(row)
 
-    def _succeed(self, work: UnitOfWork, row: RolloutRow, kind: str) -> Rollout:
+    def _succeed(self, work: UnitOfWork, row: RolloutRow) -> Rollout:
         """100% reached: the canary version becomes production. A canary arm named by stage
         (``name@canary``) then resolves to nothing, so the stable arm (``name@production``, now
         the new version) takes all traffic again; a ``name:version`` canary arm keeps 100%."""
@@ -135,7 +135,7 @@ class RolloutStore:
             self.registry.move(work, canary, Stage.PRODUCTION)
         row.status, row.reason = "succeeded", f"reached {row.steps['weights'][-1]}%"
         row.weight = 0 if parse_model_id(row.canary_model)[2] is not None else 100
-        self._changed(work, row, kind, before, {"weight": row.weight, "status": "succeeded"}, canary=canary)
+        self._changed(work, row, "succeed", before, {"weight": row.weight, "status": "succeeded"}, canary=canary)
         return Rollout.from_row(row)
 
     def _changed(self, work: UnitOfWork, row: RolloutRow, kind: str, before: dict[str, Any] | None,
