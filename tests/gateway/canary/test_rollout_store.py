@@ -61,6 +61,7 @@ def test_rollback_and_abort_end_at_weight_zero_with_the_reason(store, registry):
     rolled = store.roll_back(rollout.id, "analysis failed: p95 latency 1500 ms > 800 ms", {"failures": ["p95"]})
     assert (rolled.status, rolled.weight, rolled.reason) == ("rolled_back", 0, "analysis failed: p95 latency 1500 ms > 800 ms")
     assert registry.deployments("bot", "2")[0].traffic_percent == 0
+    assert registry.get("bot", "2").stage == Stage.STAGING  # the model's canary stage is free again
     with pytest.raises(RolloutError, match=r"rollout #\d+ has ended \(rolled_back"):
         store.advance(rollout.id)
     second = store.start(PLAN)

@@ -15,7 +15,7 @@ from gateway_process import GatewayProcess, free_port  # noqa: E402
 SLOW_DELAY_MS = 1500
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def upstreams(start_server, tiny_mcp) -> dict:
     """name -> ServerProcess: stable serves tiny:1, canary tiny:2, slow tiny:3 (1.5 s late), doomed tiny:1."""
     def serve(version: str, env: dict | None = None):
@@ -25,7 +25,7 @@ def upstreams(start_server, tiny_mcp) -> dict:
             "doomed": serve("1")}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def pools(upstreams) -> dict:
     """The gateway config's pools: one per upstream, ``pair`` (stable + doomed) and ``dead`` (nobody listens)."""
     def pool(*members, **options):

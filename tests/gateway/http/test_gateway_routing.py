@@ -86,29 +86,54 @@ def test_a_slow_backend_falls_back_on_timeout(gateway):
     assert (response.headers["x-mcp-fallback"], response.json()["model"]) == ("timeout", "tiny:1")
 
 
-def test_split_ratio_is_within_binomial_tolerance_and_users_stay_put(gateway):
+def test_split_ratio_is_within_binomial_tolerance_over_1200_users(gateway):
+    """1,200 users through the gateway's resolve-and-pick path (``/admin/route``: the router and
+    the pool as a request meets them, nothing sent upstream, so 2 cores finish in seconds)."""
+    async def arms() -> dict[str, str]:
+        limit = asyncio.Semaphore(8)
+        async with httpx.AsyncClient(base_url=gateway.url, timeout=60, headers=_auth(ADMIN_KEY)) as client:
+            async def one(user: str) -> tuple[str, str]:
+                async with limit:
+                    r = await client.post("/admin/route", params={"api": "completions"},
+                                          json={"model": "ab-test", "prompt": "hi", "user": user})
+                decision = r.json()
+                assert decision["pool"] == {"stable": "a", "canary": "b"}[decision["arm"]]
+                return user, decision["arm"]
+            return dict(await asyncio.gather(*(one(f"user-{i}") for i in range(1200))))
+
+    chosen = asyncio.run(arms())
+    num_canary = sum(arm == "canary" for arm in chosen.values())
+    n, p = len(chosen), 0.30
+    assert abs(num_canary - n * p) <= 4 * math.sqrt(n * p * (1 - p)), num_canary
+
+
+def test_sticky_users_stay_on_their_arm_and_are_served_by_it(gateway):
     async def run() -> dict[str, collections.Counter]:
         seen: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
-        limit = asyncio.Semaphore(8)
-        async with httpx.AsyncClient(base_url=gateway.url, timeout=60,
-                                     headers={"authorization": f"Bearer {FREE_KEY}"}) as client:
+        limit = asyncio.Semaphore(6)
+        async with httpx.AsyncClient(base_url=gateway.url, timeout=60, headers=_auth()) as client:
             async def one(user: str) -> None:
                 async with limit:
                     r = await client.post("/v1/completions", json={"model": "ab-test", "prompt": "hi", "max_tokens": 1,
                                                                    "user": user})
                 assert r.status_code == 200, r.text
                 arm = r.headers["x-mcp-arm"]
-                assert r.json()["model"] == {"stable": "tiny:1", "canary": "tiny:2"}[arm]
+                assert r.json()["model"] == {"stable": "tiny:1", "canary": "tiny:2"}[arm]  # the arm's upstream answered
                 seen[user][arm] += 1
-            users = [f"user-{i}" for i in range(1200)] + [f"user-{i}" for i in range(60)] * 2  # 60 come back twice
-            await asyncio.gather(*(one(u) for u in users))
+            await asyncio.gather(*(one(f"user-{i % 40}") for i in range(120)))  # 40 users, 3 requests each
         return seen
 
     seen = asyncio.run(run())
-    assert all(len(arms) == 1 for arms in seen.values())  # sticky: every user always on one arm
-    num_canary = sum(1 for arms in seen.values() if "canary" in arms)
-    n, p = len(seen), 0.30
-    assert abs(num_canary - n * p) <= 4 * math.sqrt(n * p * (1 - p)), num_canary
+    assert len(seen) == 40 and all(sum(arms.values()) == 3 and len(arms) == 1 for arms in seen.values())
+    assert {arm for arms in seen.values() for arm in arms} == {"stable", "canary"}
+
+
+def test_route_explain_over_the_admin_api_names_route_arm_pool_and_member(gateway):
+    r = httpx.post(gateway.url + "/admin/route", headers={**_auth(ADMIN_KEY), "x-user-tier": "premium"},
+                   json={"messages": [{"role": "user", "content": "hi"}]})
+    assert r.json() | {"table_sha256": None} == {
+        "route": "premium", "arm": None, "model": "tiny:2", "pool": "b", "member": "canary", "input_tokens": 1,
+        "is_default": False, "fallbacks": [], "table_sha256": None}
 
 
 def test_streams_pass_through_as_server_sent_events(gateway):

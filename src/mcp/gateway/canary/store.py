@@ -114,7 +114,8 @@ class RolloutStore:
 
     def roll_back(self, rollout_id: int, reason: str, detail: dict[str, Any] | None = None,
                   expect_step: int | None = None, actor: str | None = None, kind: str = "rollback") -> Rollout:
-        """Canary weight to 0 and the rollout ended (``rolled_back``, or ``aborted`` by a person)."""
+        """Canary weight to 0, the canary version back to ``staging``, and the rollout ended
+        (``rolled_back``, or ``aborted`` by a person)."""
         with self._work(actor) as work:
             row = _running_row(work, rollout_id, "abort")
             if expect_step is not None and row.step_index != expect_step:
@@ -122,6 +123,9 @@ class RolloutStore:
             before = {"step": row.step_index, "weight": row.weight}
             row.status = "aborted" if kind == "abort" else "rolled_back"
             row.weight, row.reason = 0, reason
+            canary = _version(work, row.canary_model, required=False)
+            if canary is not None and canary.stage == Stage.CANARY.value:
+                self.registry.move(work, canary, Stage.STAGING)  # frees the model's canary stage
             self._changed(work, row, kind, before, {"weight": 0, "reason": reason, **(detail or {})})
             return Rollout.from_row(row)
 

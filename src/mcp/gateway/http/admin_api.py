@@ -1,12 +1,13 @@
-"""``/admin``: the pools' members, and rollouts (start, status, promote, abort) for tenants with
+"""``/admin``: where a request would go (``/admin/route``), the pools' members, and rollouts (start, status, promote, abort) for tenants with
 the admin role. The same operations as ``mcp2026 rollout``, on the same registry tables."""
 
 from __future__ import annotations
 
 from functools import partial
+from typing import Literal
 
 import anyio.to_thread
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp.gateway.canary.plan import plan_for_route
@@ -14,6 +15,7 @@ from mcp.gateway.canary.records import DEFAULT_STEPS, Gates
 from mcp.gateway.canary.store import RolloutStore
 from mcp.gateway.errors import RolloutError
 from mcp.gateway.http.app import refresh_weights
+from mcp.gateway.http.context import parse_request
 from mcp.gateway.http.state import GatewayState
 from mcp.serving.http.auth import admin_of, state_of
 from mcp.serving.tenants import Caller
@@ -41,6 +43,23 @@ class PromoteRequest(BaseModel):
 class AbortRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     reason: str = "aborted by an operator"
+
+
+@router.post("/route")
+async def explain_route(request: Request, api: Literal["chat", "completions"] = "chat",
+                        state: GatewayState = Depends(state_of), caller: Caller = Depends(admin_of)) -> dict:
+    """Where this request body (with these headers, as this caller) would go: the route, the arm,
+    the pool and the member picked now. Nothing is sent upstream."""
+    parsed = parse_request(await request.body(), request.headers, caller.tenant.name, api == "chat",
+                           state.config.chars_per_token)
+    decision = state.router.resolve(parsed.ctx)
+    pool = state.pools.get(decision.backend.instance_pool)
+    member = pool.preview() if pool is not None else None
+    return {"route": decision.route, "arm": decision.arm, "model": str(decision.backend.model),
+            "pool": decision.backend.instance_pool, "member": member.name if member else None,
+            "input_tokens": parsed.ctx.input_tokens, "is_default": decision.is_default,
+            "fallbacks": [{"when": sorted(f.on), "model": str(f.backend.model), "pool": f.backend.instance_pool}
+                          for f in decision.fallbacks], "table_sha256": decision.table_sha256}
 
 
 @router.get("/pools")

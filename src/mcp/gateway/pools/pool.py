@@ -21,7 +21,7 @@ import httpx
 
 from mcp.gateway.errors import UpstreamError
 from mcp.gateway.metrics import GatewayMetrics
-from mcp.gateway.pools.breaker import CircuitBreaker
+from mcp.gateway.pools.breaker import BreakerState, CircuitBreaker
 from mcp.gateway.pools.member import Member
 from mcp.gateway.pools.spec import PoolSpec
 
@@ -79,6 +79,13 @@ class InstancePool:
                     member.num_requests += 1
                     return member
         return None
+
+    def preview(self) -> Member | None:
+        """The member ``pick`` would choose now, without sending anything or counting it."""
+        with self._lock:
+            candidates = [m for m in self.members if m.healthy] or self.members
+            usable = [m for m in candidates if m.breaker.state != BreakerState.OPEN]
+            return min(usable, key=lambda m: m.outstanding, default=None)
 
     async def send(self, request: UpstreamRequest, timeout_s: float) -> UpstreamReply:
         """The first usable reply; ``UpstreamError`` when every attempt failed."""
