@@ -60,7 +60,7 @@ async def _traffic_until_done(url: str, model: str, rollout_id: int, deadline_s:
             await asyncio.gather(*workers)
 
 
-def _arms(url: str, model: str, num: int = 20) -> set[str]:
+def _arms(url: str, model: str, num: int = 10) -> set[str]:
     return {httpx.post(url + "/v1/completions", headers={"authorization": f"Bearer {FREE_KEY}"}, timeout=30,
                        json={"model": model, "prompt": "hi", "max_tokens": 1, "user": f"later-{i}"}).headers["x-mcp-arm"]
             for i in range(num)}
