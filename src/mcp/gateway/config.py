@@ -23,7 +23,7 @@ import yaml
 
 from mcp.gateway.errors import GatewayConfigError
 from mcp.gateway.pools.spec import BreakerSpec, HealthSpec, MemberSpec, PoolSpec
-from mcp.runtime.serving_config import Tenant, TenantSection
+from mcp.runtime.serving_config import ServedModel, ServedModelSection, Tenant, TenantSection
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -34,7 +34,14 @@ class _Strict(pydantic.BaseModel):
 
 class MemberSection(_Strict):
     name: str = pydantic.Field(min_length=1)
-    url: pydantic.HttpUrl
+    url: pydantic.HttpUrl | None = None  # a remote member ...
+    local: list[ServedModelSection] | None = pydantic.Field(None, min_length=1)  # ... or models loaded here
+
+    @pydantic.model_validator(mode="after")
+    def _one_kind(self) -> MemberSection:
+        if (self.url is None) == (self.local is None):
+            raise ValueError("give exactly one of url (a remote server) or local (models to load in the gateway)")
+        return self
 
 
 class HealthSection(_Strict):
@@ -127,10 +134,17 @@ def _pool(name: str, section: PoolSection, source: str) -> PoolSpec:
         api_key = os.environ.get(section.api_key_env)
         if not api_key:
             raise GatewayConfigError(f"{source}: pools.{name}.api_key_env: ${section.api_key_env} is not set")
-    members = tuple(MemberSpec(m.name, str(m.url).rstrip("/")) for m in section.members)
+    members = tuple(_member(m) for m in section.members)
     return PoolSpec(name, members, HealthSpec(**section.health.model_dump()),
                     BreakerSpec(**section.breaker.model_dump()), section.max_attempts, section.connect_timeout_s,
                     api_key, section.probe)
+
+
+def _member(section: MemberSection) -> MemberSpec:
+    if section.local is None:
+        return MemberSpec(section.name, str(section.url).rstrip("/"))
+    models = tuple(ServedModel(m.name, m.source, m.version, m.precision) for m in section.local)
+    return MemberSpec(section.name, f"http://{section.name}.local", models)
 
 
 def _tenants(sections: list[TenantSection], source: str) -> tuple[Tenant, ...]:

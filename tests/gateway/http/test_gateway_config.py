@@ -29,6 +29,7 @@ def test_defaults_and_pools():
     ({"pools": {"a": {"members": [{"name": "m", "url": "http://x"}], "api_key_env": "MCP_NO_SUCH_VAR"}}},
      "$MCP_NO_SUCH_VAR is not set"),
     ([1, 2], "the gateway config is a mapping"),
+    ({"pools": {"a": {"members": [{"name": "m"}]}}}, "give exactly one of url (a remote server) or local"),
 ])
 def test_bad_configs_name_the_key(document, message):
     with pytest.raises(GatewayConfigError) as error:

@@ -170,6 +170,8 @@ def test_the_official_openai_client_works_through_the_gateway(gateway):
      400, "field metadata: must be an object of string values"),
     (lambda url: httpx.post(url + "/v1/completions", json={"prompt": "hi"}, headers={"authorization": "Bearer nope"}),
      401, "the API key matches no tenant"),
+    (lambda url: httpx.post(url + "/v1/completions", content=b"x" * ((1 << 20) + 1), headers=_auth()), 413,
+     "the request body is over 1048576 bytes (gateway.max_body_bytes)"),
     (lambda url: httpx.get(url + "/admin/pools", headers=_auth()), 403, "may not use the admin endpoints"),
     (lambda url: httpx.get(url + "/admin/rollouts/1", headers=_auth(ADMIN_KEY)), 409, "this gateway has no registry"),
 ])

@@ -50,6 +50,8 @@ def run_gateway(config_path: Path, rules_path: Path, host: str | None = None, po
         watcher.stop()
         if state.registry is not None:
             state.registry.close()
+        if state.local is not None:
+            state.local.close()
     return 0
 
 
@@ -60,6 +62,7 @@ def build_state(config: GatewayConfig, watcher: RouteTableWatcher) -> GatewaySta
     pools = {spec.name: InstancePool(spec, client, metrics) for spec in config.pools}
     state = GatewayState(config, Router(watcher), pools, client, TenantDirectory(config.tenants), metrics,
                          ArmWindow())
+    _load_local_members(state)
     if config.registry_url is not None:
         state.registry = Registry.open(config.registry_url, actor="gateway")
         state.stages = StageResolver(state.registry)
@@ -68,6 +71,18 @@ def build_state(config: GatewayConfig, watcher: RouteTableWatcher) -> GatewaySta
             probe = _oom_probe(pools)
             state.controller = CanaryController(state.store, state.window, probe)
     return state
+
+
+def _load_local_members(state: GatewayState) -> None:
+    """Load the models of local members (torch and the engine are imported only if there are any)."""
+    local = [m for pool in state.pools.values() for m in pool.members if m.spec.local]
+    if not local:
+        return
+    from mcp.gateway.pools.local import LocalMembers
+
+    state.local = LocalMembers()
+    for member in local:
+        state.local.attach(member)
 
 
 def check_pools(table: RouteTable, config: GatewayConfig) -> None:

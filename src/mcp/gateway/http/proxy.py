@@ -37,14 +37,15 @@ class _Trace:
     backend: Backend
     model_id: str = ""
     fallback: str | None = None
+    oom: bool = False  # a failure on the way said "out of memory"
 
-    def end(self, state: GatewayState, status: int, ok: bool, oom: bool = False) -> None:
+    def end(self, state: GatewayState, status: int, ok: bool) -> None:
         elapsed = time.perf_counter() - self.started
         route, arm = self.decision.route, self.decision.arm or ""
         state.metrics.requests.labels(route, arm, self.backend.instance_pool, str(status)).inc()
         state.metrics.request_latency.labels(route).observe(elapsed)
         if self.decision.arm is not None:
-            state.window.record(route, arm, elapsed, ok and self.fallback is None, oom)
+            state.window.record(route, arm, elapsed, ok and self.fallback is None, self.oom)
 
     def headers(self, reply: UpstreamReply) -> dict[str, str]:
         headers = {"x-mcp-route": self.decision.route, "x-mcp-arm": self.decision.arm or "",
@@ -65,7 +66,7 @@ async def forward(state: GatewayState, parsed: ParsedRequest, path: str) -> Resp
         trace.end(state, exc.status, ok=False)
         raise
     if reply.response is None:
-        trace.end(state, reply.status, ok=reply.status < 500, oom=_is_oom(reply.body))
+        trace.end(state, reply.status, ok=reply.status < 500)
         return Response(reply.body, status_code=reply.status, headers=trace.headers(reply),
                         media_type=reply.headers.get("content-type"))
     return StreamingResponse(_relay(state, pool, reply, trace), media_type=reply.headers.get("content-type"),
@@ -79,6 +80,7 @@ async def _send_with_fallbacks(state: GatewayState, parsed: ParsedRequest, path:
         try:
             return await _send(state, parsed, path, trace)
         except UpstreamError as exc:
+            trace.oom = trace.oom or "out of memory" in str(exc).lower()
             fallback = next((f for f in remaining if exc.reason in f.on), None)
             if fallback is None:
                 raise
@@ -136,7 +138,3 @@ async def _relay(state: GatewayState, pool: InstancePool, reply: UpstreamReply, 
 def _sse_error(message: str) -> bytes:
     error = {"error": {"message": message, "type": "server_error", "param": None, "code": "upstream_broken"}}
     return f"data: {json.dumps(error)}\n\ndata: [DONE]\n\n".encode()
-
-
-def _is_oom(body: bytes) -> bool:
-    return b"out of memory" in body.lower()

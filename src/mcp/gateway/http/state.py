@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx
 
@@ -21,6 +22,9 @@ from mcp.gateway.routing.stages import StageResolver
 from mcp.gateway.routing.table import RouteTable
 from mcp.gateway.routing.watcher import RouteTableWatcher
 from mcp.serving.tenants import TenantDirectory
+
+if TYPE_CHECKING:
+    from mcp.gateway.pools.local import LocalMembers
 
 
 class Router:
@@ -68,3 +72,4 @@ class GatewayState:
     stages: StageResolver | None = None
     store: RolloutStore | None = None
     controller: CanaryController | None = None
+    local: LocalMembers | None = None  # models loaded in this process for local pool members

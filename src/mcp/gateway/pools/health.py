@@ -32,7 +32,7 @@ async def check_once(pool: InstancePool) -> None:
 async def _check(pool: InstancePool, member: Member) -> None:
     spec = pool.spec.health
     try:
-        response = await pool.client.get(member.spec.url + spec.path, timeout=spec.timeout_s)
+        response = await (member.client or pool.client).get(member.spec.url + spec.path, timeout=spec.timeout_s)
         problem = None if response.status_code == 200 else f"health check answered {response.status_code}"
     except httpx.TransportError as exc:
         problem = f"health check failed: {type(exc).__name__}: {exc}"
@@ -50,6 +50,8 @@ def oom_count(pool: InstancePool, window_s: float) -> int:
     runs in a worker thread). A member that does not answer adds nothing."""
     total = 0
     for member in pool.members:
+        if member.spec.local:
+            continue  # in this process: its failures are the gateway's own
         try:
             response = httpx.get(f"{member.spec.url}/health", params={"metric": "oom_count",
                                                                     "window": f"{min(3600, int(window_s) + 1)}s"},

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import httpx
+
 from mcp.gateway.pools.breaker import CircuitBreaker
 from mcp.gateway.pools.spec import MemberSpec
 
@@ -17,13 +19,14 @@ class Member:
     last_error: str | None = None
     num_requests: int = 0
     num_failures: int = 0
+    client: httpx.AsyncClient | None = None  # a local member's in-process client; else the pool's
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     def describe(self) -> dict:
-        return {"name": self.name, "url": self.spec.url, "healthy": self.healthy,
+        return {"name": self.name, "url": self.spec.url, "local": self.spec.local, "healthy": self.healthy,
                 "breaker": self.breaker.state.name.lower(), "breaker_opened": self.breaker.num_opened,
                 "outstanding": self.outstanding, "requests": self.num_requests, "failures": self.num_failures,
                 "last_error": self.last_error}

@@ -117,11 +117,12 @@ class InstancePool:
         headers = dict(request.headers)
         if self.spec.api_key:
             headers["authorization"] = f"Bearer {self.spec.api_key}"
-        upstream = self.client.build_request("POST", member.spec.url + request.path, content=request.body,
+        client = member.client or self.client
+        upstream = client.build_request("POST", member.spec.url + request.path, content=request.body,
                                              headers=headers, timeout=timeout)
         response = None
         try:
-            response = await self.client.send(upstream, stream=True)
+            response = await client.send(upstream, stream=True)
             if not (request.stream and response.status_code == 200):
                 body = await response.aread()
                 await response.aclose()

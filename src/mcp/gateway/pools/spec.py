@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mcp.runtime.serving_config import ServedModel
+
 
 @dataclass(frozen=True)
 class MemberSpec:
     name: str
-    url: str  # base URL, e.g. http://10.0.0.5:8000 (no /v1)
+    url: str  # base URL, e.g. http://10.0.0.5:8000 (no /v1); a local member's is http://NAME.local
+    local_models: tuple[ServedModel, ...] = ()  # a local member: these models, loaded in the gateway's process
+
+    @property
+    def local(self) -> bool:
+        return bool(self.local_models)
 
 
 @dataclass(frozen=True)
