@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -58,9 +59,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=GEN_DIR, help=f"output folder (default {GEN_DIR})")
     parser.add_argument("--proto-root", type=Path, default=PROTO_ROOT, help="folder holding mcp/v1/inference.proto")
     args = parser.parse_args(argv)
-    if args.out == GEN_DIR and GEN_DIR.exists():
+    if args.out == GEN_DIR and GEN_DIR.exists() and (args.proto_root / PROTO_FILE).is_file():
         shutil.rmtree(GEN_DIR)  # no stale module survives a renamed proto
-    for path in generate(args.out, args.proto_root):
+    try:
+        written = generate(args.out, args.proto_root)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for path in written:
         print(path)
     return 0
 
