@@ -76,6 +76,16 @@ def grpc_server_factory() -> Iterator:
         server.close()
 
 
+@pytest.fixture
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 @pytest.fixture(scope="session")
 def tiny_config(tiny_mcp):
     """``tiny_config(**serving)`` -> a config dict: one thread, the tiny model as ``tiny`` version 1,
