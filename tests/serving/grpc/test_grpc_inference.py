@@ -132,3 +132,18 @@ def test_a_passed_deadline_cancels_the_sequence(server, stub):
         stub.Infer(request, timeout=0.15)
     assert caught.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
     _wait_for(lambda: server.metric("mcp_request_success_total", **labels) == before + 1)
+
+
+def test_corrupt_or_oversized_messages_are_refused_clearly(grpc_server_factory, tiny_config):
+    server = grpc_server_factory(tiny_config(limits={"max_body_bytes": 1000}))
+    raw = server.channel().unary_unary("/mcp.v1.InferenceService/Infer")  # bytes in, bytes out
+    with pytest.raises(grpc.RpcError) as caught:
+        raw(b"\x12\x05ab")  # field 2 (prompt) says 5 bytes, has 2
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not a valid protobuf message" in caught.value.details() and "mcp.v1.InferRequest" in caught.value.details()
+    with pytest.raises(grpc.RpcError) as caught:
+        server.stub().Infer(pb.InferRequest(prompt="x" * 2000))
+    assert caught.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in caught.value.details()
+    reply = pb.InferResponse.FromString(raw(pb.InferRequest(prompt="ok", sampling=pb.SamplingParams(
+        max_tokens=1)).SerializeToString()))
+    assert reply.usage.completion_tokens == 1

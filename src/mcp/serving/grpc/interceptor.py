@@ -3,18 +3,22 @@
 It runs for every call of ``mcp.v1`` services, unary and server-streaming alike: it reads and
 checks the metadata (``context.read_metadata``) before the handler runs, then either wraps
 the handler so that it runs with the context set, or answers the call with the error's
-status (UNAUTHENTICATED, PERMISSION_DENIED, INVALID_ARGUMENT) without running it. The
+status (UNAUTHENTICATED, PERMISSION_DENIED, INVALID_ARGUMENT) without running it; bytes that
+do not parse as the request message are INVALID_ARGUMENT too (grpc alone says UNKNOWN). The
 health and reflection services pass through untouched: probes carry no API key.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
 
 from mcp.runtime.errors import MCPError
+from mcp.serving.errors import FieldError
 from mcp.serving.grpc import context as request_context
 from mcp.serving.grpc.context import RequestContext
 from mcp.serving.grpc.status import abort
@@ -36,39 +40,62 @@ class RequestContextInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or not details.method.startswith(self._prefix):
             return handler
         try:
-            context = request_context.read_metadata(details.invocation_metadata, self._tenants)
+            outcome: RequestContext | MCPError = request_context.read_metadata(details.invocation_metadata,
+                                                                               self._tenants)
         except MCPError as error:
-            return _refusing(handler, error)
-        return _with_context(handler, context)
+            outcome = error
+        return _wrapped(handler, outcome)
 
 
-def _with_context(handler: grpc.RpcMethodHandler, context: RequestContext) -> grpc.RpcMethodHandler:
+@dataclass(frozen=True)
+class _MalformedRequest:
+    """What the request deserializer gives for bytes that are not a valid message."""
+
+    error: FieldError
+
+
+def _wrapped(handler: grpc.RpcMethodHandler, outcome: RequestContext | MCPError) -> grpc.RpcMethodHandler:
+    """The handler, run with its context set, or ended with the metadata's (or the message's) error."""
+    deserialize = _tolerant(handler.request_deserializer)
     if handler.unary_unary is not None:
         unary = handler.unary_unary
 
         async def unary_with_context(request: Any, servicer_context: grpc.aio.ServicerContext) -> Any:
-            request_context.enter(context)
+            await _enter(request, servicer_context, outcome)
             return await unary(request, servicer_context)
 
-        return handler._replace(unary_unary=unary_with_context)
+        return handler._replace(unary_unary=unary_with_context, request_deserializer=deserialize)
     if handler.unary_stream is not None:
         stream = handler.unary_stream
 
         async def stream_with_context(request: Any, servicer_context: grpc.aio.ServicerContext) -> AsyncIterator:
-            request_context.enter(context)
+            await _enter(request, servicer_context, outcome)
             async for response in stream(request, servicer_context):
                 yield response
 
-        return handler._replace(unary_stream=stream_with_context)
+        return handler._replace(unary_stream=stream_with_context, request_deserializer=deserialize)
     return handler  # no client-streaming methods in mcp.v1
 
 
-def _refusing(handler: grpc.RpcMethodHandler, error: MCPError) -> grpc.RpcMethodHandler:
-    """The handler, with its behaviour replaced by ending the call with ``error``'s status."""
+async def _enter(request: Any, servicer_context: grpc.aio.ServicerContext,
+                 outcome: RequestContext | MCPError) -> None:
+    if isinstance(outcome, MCPError):
+        await abort(servicer_context, outcome)
+    if isinstance(request, _MalformedRequest):
+        await abort(servicer_context, request.error)
+    request_context.enter(outcome)
 
-    async def refuse(request: Any, servicer_context: grpc.aio.ServicerContext) -> None:
-        await abort(servicer_context, error)
 
-    if handler.unary_unary is not None:
-        return handler._replace(unary_unary=refuse)
-    return handler._replace(unary_stream=refuse)
+def _tolerant(deserialize: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """grpc answers a message it cannot parse with UNKNOWN; this makes it INVALID_ARGUMENT."""
+    if deserialize is None:
+        return None
+
+    def read(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except DecodeError as error:
+            return _MalformedRequest(FieldError(f"the request is not a valid protobuf message ({error}); "
+                                                "send the method's request type"))
+
+    return read
