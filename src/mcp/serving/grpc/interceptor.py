@@ -11,6 +11,7 @@ health and reflection services pass through untouched: probes carry no API key.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,8 +71,9 @@ def _wrapped(handler: grpc.RpcMethodHandler, outcome: RequestContext | MCPError)
 
         async def stream_with_context(request: Any, servicer_context: grpc.aio.ServicerContext) -> AsyncIterator:
             await _enter(request, servicer_context, outcome)
-            async for response in stream(request, servicer_context):
-                yield response
+            async with aclosing(stream(request, servicer_context)) as responses:  # closed with this one
+                async for response in responses:
+                    yield response
 
         return handler._replace(unary_stream=stream_with_context, request_deserializer=deserialize)
     return handler  # no client-streaming methods in mcp.v1
