@@ -1,4 +1,4 @@
-"""gRPC serving figures: hot swap through LoadModel, and InferStream TTFT against the in-process SDK's.
+"""gRPC serving figures: hot swap through LoadModel; InferStream TTFT against the SDK's and HTTP's.
 
     .venv/bin/python benchmarks/grpc_bench.py [MODEL] [--swaps 5] [--requests 10] [--threads 1]
 
@@ -7,8 +7,10 @@ Starts a real ``mcp2026 serve`` with ``serving.grpc.enabled`` on 127.0.0.1, then
 
 1. load-to-ready: ``LoadModel`` of a new version of the served model, as an admin client does:
    the server's own load-to-ready figure, and the RPC's wall time as the client sees it.
-2. TTFT and the gap between tokens: the same greedy prompt, streamed, alternately through
-   ``InferStream`` and from a model loaded in this process (``model.stream``), one at a time.
+2. TTFT and the gap between tokens: the same greedy prompt, streamed, in turn from a model
+   loaded in this process (``model.stream``), through ``InferStream``, and through the same
+   server's HTTP API (``/v1/completions``), one request at a time, so that all three see the
+   same machine load.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from pathlib import Path
 
 import grpc
+import httpx
 import yaml
 
 from mcp.runtime.config import RuntimeConfig
@@ -43,10 +46,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch threads of each process (default: all)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        server, stub = _start_server(args.model, Path(folder), args.threads)
+        server, stub, url = _start_server(args.model, Path(folder), args.threads)
         try:
             measure_swaps(stub, args.model, args.swaps)
-            measure_ttft(stub, args.model, args.requests, args.max_tokens, args.threads)
+            measure_ttft(stub, url, args.model, args.requests, args.max_tokens, args.threads)
         finally:
             server.terminate()
             server.wait(60)
@@ -66,24 +69,26 @@ def measure_swaps(stub: pb_grpc.InferenceServiceStub, model: str, num_swaps: int
               f"  = {median / TARGET_S:.2f}x the 100 ms target")
 
 
-def measure_ttft(stub: pb_grpc.InferenceServiceStub, model: str, num_requests: int, max_tokens: int,
+def measure_ttft(stub: pb_grpc.InferenceServiceStub, url: str, model: str, num_requests: int, max_tokens: int,
                  threads: int | None) -> None:
+    readers = {"in-process SDK": None, "gRPC": lambda: _grpc_stream(stub, max_tokens),
+               "HTTP": lambda: _http_stream(url, max_tokens)}
+    ttfts: dict[str, list[float]] = {name: [] for name in readers}
+    gaps: dict[str, list[float]] = {name: [] for name in readers}
     with Session(RuntimeConfig(device="cpu", num_threads=threads)) as session:
         sdk = session.load_model(model)
-        sdk_ttft, sdk_gap, grpc_ttft, grpc_gap = [], [], [], []
+        readers["in-process SDK"] = lambda: _sdk_stream(sdk, max_tokens)
         for _ in range(num_requests):
-            ttft, gap = _sdk_stream(sdk, max_tokens)
-            sdk_ttft.append(ttft)
-            sdk_gap.append(gap)
-            ttft, gap = _grpc_stream(stub, max_tokens)
-            grpc_ttft.append(ttft)
-            grpc_gap.append(gap)
-    s_ttft, g_ttft = statistics.median(sdk_ttft), statistics.median(grpc_ttft)
-    s_gap, g_gap = statistics.median(sdk_gap), statistics.median(grpc_gap)
-    print(f"TTFT, {num_requests} streamed greedy requests each (median):")
-    print(f"  in-process SDK {s_ttft * 1000:8.1f} ms   gRPC {g_ttft * 1000:8.1f} ms   ratio {g_ttft / s_ttft:.2f}x")
-    print(f"  gap between tokens: SDK {s_gap * 1000:.2f} ms   gRPC {g_gap * 1000:.2f} ms   "
-          f"added {(g_gap - s_gap) * 1000:+.2f} ms per token")
+            for name, read in readers.items():
+                ttft, gap = read()
+                ttfts[name].append(ttft)
+                gaps[name].append(gap)
+    sdk_ttft, sdk_gap = statistics.median(ttfts["in-process SDK"]), statistics.median(gaps["in-process SDK"])
+    print(f"{num_requests} streamed greedy requests each (median): TTFT, ratio to the SDK's; gap between tokens")
+    for name in readers:
+        ttft, gap = statistics.median(ttfts[name]), statistics.median(gaps[name])
+        print(f"  {name:15} TTFT {ttft * 1000:7.1f} ms  {ttft / sdk_ttft:.2f}x   gap {gap * 1000:6.2f} ms "
+              f"({(gap - sdk_gap) * 1000:+.2f} ms)")
 
 
 def _sdk_stream(model, max_tokens: int) -> tuple[float, float]:
@@ -101,7 +106,20 @@ def _grpc_stream(stub: pb_grpc.InferenceServiceStub, max_tokens: int) -> tuple[f
     return times[0] - started, (times[-1] - times[0]) / max(len(times) - 1, 1)
 
 
-def _start_server(model: str, folder: Path, threads: int | None) -> tuple[subprocess.Popen, pb_grpc.InferenceServiceStub]:
+def _http_stream(url: str, max_tokens: int) -> tuple[float, float]:
+    body = {"model": "m", "prompt": PROMPT, "stream": True, "max_tokens": max_tokens, "temperature": 0.0,
+            "ignore_eos": True}
+    started = time.perf_counter()
+    times = []
+    with httpx.stream("POST", url + "/v1/completions", json=body, timeout=120) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: {") and '"text":""' not in line.replace(" ", ""):
+                times.append(time.perf_counter())
+    return times[0] - started, (times[-1] - times[0]) / max(len(times) - 1, 1)
+
+
+def _start_server(model: str, folder: Path,
+                  threads: int | None) -> tuple[subprocess.Popen, pb_grpc.InferenceServiceStub, str]:
     http_port, grpc_port = _free_port(), _free_port()
     config = {"runtime": {"device": "cpu", "num_threads": threads or "auto"},
               "serving": {"port": http_port, "models": [{"name": "m", "source": model, "version": "1"}],
@@ -115,7 +133,7 @@ def _start_server(model: str, folder: Path, threads: int | None) -> tuple[subpro
     except grpc.FutureTimeoutError:
         server.terminate()
         raise SystemExit("the server's gRPC port did not open in 2 minutes") from None
-    return server, pb_grpc.InferenceServiceStub(channel)
+    return server, pb_grpc.InferenceServiceStub(channel), f"http://127.0.0.1:{http_port}"
 
 
 def _free_port() -> int:

@@ -59,7 +59,7 @@ def call(request, stub):
     (_headers() + [("x-sla-class", "low"), ("x-sla-class", "high")], grpc.StatusCode.INVALID_ARGUMENT,
      "x-sla-class is sent more than once"),
 ])
-def test_metadata_is_checked_before_the_handler_runs(call, metadata, code, text):
+def test_bad_metadata_gets_a_status_naming_the_header(call, metadata, code, text):
     error = _fails(call, metadata)
     assert error.code() == code and text in error.details()
 
