@@ -76,6 +76,9 @@ def test_model_metadata_selects_and_pins_the_version(server, stub):
     assert dict(clash.trailing_metadata())["x-error-param"] == "model"
     lonely = _fails(stub.Infer, _headers(x_model_version="1"))
     assert lonely.code() == grpc.StatusCode.INVALID_ARGUMENT and "needs a model to pin" in lonely.details()
+    contradiction = _fails(stub.Infer, _headers(x_model_id="tiny:1", x_model_version="2"))
+    assert contradiction.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "'tiny:1' names version '1' but x-model-version is '2'" in contradiction.details()
 
 
 def test_sla_class_and_tenant_reach_the_engine(server, stub):
