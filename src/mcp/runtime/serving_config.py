@@ -49,6 +49,11 @@ class TenantSection(_Strict):
     tokens_per_minute: int | None = pydantic.Field(None, gt=0)
 
 
+class GrpcSection(_Strict):
+    enabled: bool = False  # off unless asked: a fixed default port would collide between servers
+    port: int = pydantic.Field(50051, ge=0, le=65535)  # 0: any free port (logged at start)
+
+
 class ServingSection(_Strict):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8000, ge=0, le=65535)
@@ -58,6 +63,7 @@ class ServingSection(_Strict):
     limits: LimitsSection = LimitsSection()
     timeouts: TimeoutsSection = TimeoutsSection()
     tenants: list[TenantSection] = []
+    grpc: GrpcSection = GrpcSection()
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,7 @@ class ServingConfig:
     request_timeout_s: float = 600.0
     shutdown_drain_s: float = 30.0
     tenants: tuple[Tenant, ...] = field(default_factory=tuple)
+    grpc_port: int | None = None  # the gRPC API's port on the same host; None: no gRPC server
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -112,7 +119,7 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         host=section.host, port=section.port, service_name=section.service_name,
         default_model=section.default_model, models=models, limits=Limits(**section.limits.model_dump()),
         request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
-        tenants=tenants,
+        tenants=tenants, grpc_port=section.grpc.port if section.grpc.enabled else None,
     )
 
 
