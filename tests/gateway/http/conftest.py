@@ -42,8 +42,8 @@ def pools(upstreams) -> dict:
 def start_gateway(tmp_path_factory):
     started: list[GatewayProcess] = []
 
-    def start(config: dict, rules: dict) -> GatewayProcess:
-        gateway = GatewayProcess(config, rules, tmp_path_factory.mktemp("gateway"))
+    def start(config: dict, rules: dict, env: dict[str, str] | None = None) -> GatewayProcess:
+        gateway = GatewayProcess(config, rules, tmp_path_factory.mktemp("gateway"), env=env)
         started.append(gateway)
         return gateway
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -27,7 +28,8 @@ def free_port() -> int:
 
 
 class GatewayProcess:
-    def __init__(self, config: dict, rules: dict, folder: Path, timeout_s: float = 60.0) -> None:
+    def __init__(self, config: dict, rules: dict, folder: Path, timeout_s: float = 60.0,
+                 env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         gateway = {"tenants": TENANTS, **config.get("gateway", {}), "host": "127.0.0.1", "port": self.port}
         self.config_path, self.rules_path = folder / "gateway.yaml", folder / "routes.yaml"
@@ -38,7 +40,8 @@ class GatewayProcess:
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mcp.runtime.cli", "gateway", "--config", str(self.config_path),
-             "--rules", str(self.rules_path)], stdout=self._log, stderr=subprocess.STDOUT)
+             "--rules", str(self.rules_path)], stdout=self._log, stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})})
         self._wait_ready(timeout_s)
 
     def _wait_ready(self, timeout_s: float) -> None:
