@@ -76,7 +76,7 @@ def test_finding_digest_is_keyed_and_stable() -> None:
     other = Scanner(key=b"k" * 32).scan("a@example.com")[0]
     assert first.digest == again.digest != other.digest
     assert first.as_input() == {"kind": "email", "category": "pii", "start": 0, "end": 13,
-                                "digest": first.digest, "masked": "a…@….com"}
+                                "digest": first.digest, "masked": "a*@*.com"}
 
 
 def test_spans_shift_by_offset_and_mixed_text_keeps_order() -> None:

@@ -119,11 +119,11 @@ def _looks_random(secret: str) -> bool:
 def mask(kind: str, value: str) -> str:
     """A form of ``value`` safe for logs: the kind's prefix or the last digits, never the whole."""
     if kind in _SECRET_KINDS:
-        return value[:4] + "…" if kind in ("aws_access_key", "github_token", "slack_token", "gcp_api_key") else "…"
+        return value[:4] + "*" if kind in ("aws_access_key", "github_token", "slack_token", "gcp_api_key") else "*"
     if kind == "email":
         local, _, domain = value.partition("@")
-        return f"{local[0]}…@…{domain[domain.rfind('.'):]}"
+        return f"{local[0]}*@*{domain[domain.rfind('.'):]}"
     if kind in ("payment_card", "phone", "iban"):
         digits = [c for c in value if c.isalnum()]
-        return "…" + "".join(digits[-4:])
-    return "…"
+        return "*" + "".join(digits[-4:])
+    return "*"
