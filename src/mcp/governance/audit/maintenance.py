@@ -1,0 +1,80 @@
+"""Erase (crypto-shredding), export (a subject's records and captures), prune (retention)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, delete, func, select
+
+from mcp.governance.audit import schema
+from mcp.governance.audit.keys import AuditKeys, open_sealed
+
+
+@dataclass(frozen=True)
+class EraseResult:
+    subject: str
+    key_destroyed: bool
+    num_captures: int
+    num_records: int  # kept: they hold hashes, not text, and the chain needs them
+
+
+def erase_subject(engine: Engine, subject: str) -> EraseResult:
+    """Destroy the subject's key and delete its captures; its records stay (pseudonymous)."""
+    with engine.begin() as connection:
+        keys = connection.execute(delete(schema.subject_keys).where(schema.subject_keys.c.subject == subject))
+        captures = connection.execute(delete(schema.captures).where(schema.captures.c.subject == subject))
+        records = connection.execute(select(func.count()).select_from(schema.records)
+                                     .where(schema.records.c.subject == subject)).scalar_one()
+    return EraseResult(subject, keys.rowcount > 0, captures.rowcount, records)
+
+
+def export_subject(engine: Engine, keys: AuditKeys, subject: str) -> Iterator[dict]:
+    """Every record of ``subject``, each with its decrypted capture when one is kept."""
+    with engine.connect() as connection:
+        wrapped = connection.execute(select(schema.subject_keys.c.wrapped_key)
+                                     .where(schema.subject_keys.c.subject == subject)).scalar()
+        key = keys.unwrap(subject, wrapped) if wrapped is not None else None
+        query = (select(schema.records, schema.captures.c.nonce, schema.captures.c.ciphertext)
+                 .outerjoin(schema.captures, schema.captures.c.seq == schema.records.c.seq)
+                 .where(schema.records.c.subject == subject).order_by(schema.records.c.seq))
+        for row in connection.execute(query):
+            record = {name: getattr(row, name) for name in schema.records.c.keys()}
+            record["decisions"] = json.loads(record["decisions"])
+            if key is not None and row.ciphertext is not None:
+                record["capture"] = open_sealed(key, row.hash, row.nonce, row.ciphertext)
+            yield record
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    num_pruned: int
+    last_seq: int | None
+
+
+def prune(engine: Engine, retention_days: float, now_s: float | None = None) -> PruneResult:
+    """Delete the records older than the retention period, oldest first, behind an anchor.
+
+    Only a prefix of the chain goes: the anchor keeps the hash of the newest record pruned,
+    which the first kept record links to, so ``verify`` still checks every record left.
+    """
+    cutoff_us = int(((now_s if now_s is not None else time.time()) - retention_days * 86400) * 1e6)
+    with engine.begin() as connection:
+        newer = connection.execute(select(func.min(schema.records.c.seq))
+                                   .where(schema.records.c.at_us >= cutoff_us)).scalar()
+        last = select(schema.records.c.seq, schema.records.c.hash).order_by(schema.records.c.seq.desc()).limit(1)
+        if newer is not None:
+            last = last.where(schema.records.c.seq < newer)
+        row = connection.execute(last).first()
+        if row is None:
+            return PruneResult(0, None)
+        count = connection.execute(select(func.count()).select_from(schema.records)
+                                   .where(schema.records.c.seq <= row.seq)).scalar_one()
+        connection.execute(schema.anchors.insert().values(last_seq=row.seq, hash=row.hash, at_us=time.time_ns() // 1000,
+                                                          num_pruned=count))
+        connection.execute(delete(schema.captures).where(schema.captures.c.seq <= row.seq))
+        connection.execute(delete(schema.records).where(schema.records.c.seq <= row.seq))
+    return PruneResult(count, row.seq)
+
