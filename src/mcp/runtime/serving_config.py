@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import pydantic
@@ -49,6 +50,22 @@ class TenantSection(_Strict):
     tokens_per_minute: int | None = pydantic.Field(None, gt=0)
 
 
+class GovernanceSection(_Strict):
+    """``serving.governance``: guardrails, audit trail, traces (docs/governance.md)."""
+
+    policy_bundle: str | None = None  # a folder of .rego files; None: the shipped policies
+    policy_poll_s: float = pydantic.Field(1.0, gt=0)  # how often the bundle folder is checked for changes
+    opa_url: str | None = None  # decide with this OPA server instead of in-process Rego
+    terms: list[str] = []  # the term-list detector's terms
+    stream_window_chars: int = pydantic.Field(64, ge=0)  # streamed text held back for matches across chunks
+    audit: bool = True
+    audit_url: str | None = None  # None: $MCP_AUDIT_URL, else $MCP_HOME/audit.db
+    audit_key_file: str | None = None  # None: $MCP_HOME/audit.key
+    capture: bool = False  # keep prompts and outputs, encrypted per user (needs the request's user)
+    retention_days: float | None = pydantic.Field(None, gt=0)  # prune older records at start and daily
+    otlp_endpoint: str | None = None  # e.g. http://collector:4318/v1/traces; None: no traces exported
+
+
 class ServingSection(_Strict):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8000, ge=0, le=65535)
@@ -58,6 +75,7 @@ class ServingSection(_Strict):
     limits: LimitsSection = LimitsSection()
     timeouts: TimeoutsSection = TimeoutsSection()
     tenants: list[TenantSection] = []
+    governance: GovernanceSection | None = None  # absent: no guardrails, audit or traces
 
 
 @dataclass(frozen=True)
@@ -86,6 +104,21 @@ class Tenant:
 
 
 @dataclass(frozen=True)
+class GovernanceConfig:
+    policy_bundle: str | None = None
+    policy_poll_s: float = 1.0
+    opa_url: str | None = None
+    terms: tuple[str, ...] = ()
+    stream_window_chars: int = 64
+    audit: bool = True
+    audit_url: str | None = None
+    audit_key_file: str | None = None
+    capture: bool = False
+    retention_days: float | None = None
+    otlp_endpoint: str | None = None
+
+
+@dataclass(frozen=True)
 class ServingConfig:
     host: str = "127.0.0.1"
     port: int = 8000
@@ -96,6 +129,7 @@ class ServingConfig:
     request_timeout_s: float = 600.0
     shutdown_drain_s: float = 30.0
     tenants: tuple[Tenant, ...] = field(default_factory=tuple)
+    governance: GovernanceConfig | None = None
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -112,8 +146,18 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         host=section.host, port=section.port, service_name=section.service_name,
         default_model=section.default_model, models=models, limits=Limits(**section.limits.model_dump()),
         request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
-        tenants=tenants,
+        tenants=tenants, governance=_governance(section.governance, source),
     )
+
+
+def _governance(section: GovernanceSection | None, source: str) -> GovernanceConfig | None:
+    """The frozen section; its relative paths resolve against the config file's folder."""
+    if section is None:
+        return None
+    base = Path(source).parent
+    paths = {name: str((base / value).resolve()) for name in ("policy_bundle", "audit_key_file")
+             if (value := getattr(section, name)) is not None}
+    return GovernanceConfig(**{**section.model_dump(), **paths, "terms": tuple(section.terms)})
 
 
 def _tenant(section: TenantSection, index: int, source: str) -> Tenant:

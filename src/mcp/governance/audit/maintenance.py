@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -11,6 +13,10 @@ from sqlalchemy import Engine, delete, func, select
 
 from mcp.governance.audit import schema
 from mcp.governance.audit.keys import AuditKeys, open_sealed
+from mcp.governance.audit.log import AuditLog
+
+log = logging.getLogger(__name__)
+PRUNE_EVERY_S = 6 * 3600
 
 
 @dataclass(frozen=True)
@@ -78,3 +84,32 @@ def prune(engine: Engine, retention_days: float, now_s: float | None = None) -> 
         connection.execute(delete(schema.records).where(schema.records.c.seq <= row.seq))
     return PruneResult(count, row.seq)
 
+
+
+class RetentionKeeper:
+    """Prunes past the retention period at start, then every ``every_s`` seconds."""
+
+    def __init__(self, audit: AuditLog, retention_days: float, every_s: float = PRUNE_EVERY_S) -> None:
+        self.audit, self.retention_days, self.every_s = audit, retention_days, every_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="audit-retention", daemon=True)
+
+    def start(self) -> RetentionKeeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                result = prune(self.audit.engine, self.retention_days)
+                if result.num_pruned:
+                    log.info("audit retention: pruned %d record(s) older than %g days", result.num_pruned,
+                             self.retention_days)
+            except Exception:  # the keeper must outlive a failed prune; the next one retries
+                log.exception("audit retention: prune failed")
+            if self._stop.wait(self.every_s):
+                return

@@ -127,3 +127,18 @@ def mask(kind: str, value: str) -> str:
         digits = [c for c in value if c.isalnum()]
         return "*" + "".join(digits[-4:])
     return "*"
+
+
+def redact(text: str, findings: list[Finding], kinds: frozenset[str], offset: int = 0) -> str:
+    """``text`` with the spans of the findings of ``kinds`` replaced by ``[REDACTED:kind]``;
+    spans are shifted back by ``offset`` (the position of ``text`` in what was scanned)."""
+    parts, position = [], 0
+    for finding in findings:
+        if finding.kind not in kinds:
+            continue
+        start, end = finding.start - offset, finding.end - offset
+        if start < position or start < 0 or end > len(text):
+            continue
+        parts += [text[position:start], f"[REDACTED:{finding.kind}]"]
+        position = end
+    return "".join(parts) + text[position:]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,12 +24,15 @@ from mcp.serving.metrics import ServingMetrics
 from mcp.serving.probe import ProbeWindow
 from mcp.serving.tenants import RateLimiter, TenantDirectory
 
+if TYPE_CHECKING:
+    from mcp.governance.plane import GovernancePlane
+
 logger = logging.getLogger("mcp.serving.http")
 
 
 @dataclass
 class ServerState:
-    """What the routes share: config, models, tenants, limits, metrics."""
+    """What the routes share: config, models, tenants, limits, metrics, the governance plane."""
 
     config: RuntimeConfig
     host: ModelHost
@@ -37,6 +41,7 @@ class ServerState:
     probe: ProbeWindow = field(default_factory=ProbeWindow)
     metrics: ServingMetrics | None = None
     draining: bool = False  # SIGTERM received: /ready says no, in-flight requests finish
+    governance: GovernancePlane | None = None  # serving.governance: guardrails, audit, traces
 
     def __post_init__(self) -> None:
         self.metrics = ServingMetrics(self.host, self.probe)

@@ -1,0 +1,80 @@
+"""The HTTP side of the governance plane: a request's prompt texts in, its guarded answers out.
+
+``admit`` runs the input policy before anything is scheduled (a deny is a 403 in OpenAI's
+error format, raised by the plane after the refusal is recorded); the ``guard_*`` helpers run
+the output policy on each choice; ``outcome`` says how the request ended for the audit record
+and the span. The gRPC service calls the same plane with the same plain values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from fastapi import Request
+
+from mcp.runtime.result import InferResult
+from mcp.serving.generation import Prompt
+from mcp.serving.tenants import Caller
+
+if TYPE_CHECKING:
+    from mcp.governance.guard import OutputGuard
+    from mcp.governance.plane import GovernancePlane, Inference, InferenceOutcome
+
+CONTENT_FILTER = "content_filter"
+
+
+async def admit(plane: GovernancePlane, request: Request, caller: Caller, request_id: str, model: str | None,
+                prompts: list[Prompt], max_tokens: int, user: str | None, chat: bool,
+                attributes: dict) -> tuple[Inference, list[Prompt]]:
+    """The admitted inference and the prompts to run (redacted where a rule said so)."""
+    from mcp.governance.plane import InferenceRequest
+
+    texts = tuple(_texts(prompts))
+    carrier = {k: v for k, v in request.headers.items() if k in ("traceparent", "tracestate")}
+    inference = await plane.admit(InferenceRequest(
+        request_id=request_id, route=f"{request.method} {request.url.path}",
+        operation="chat" if chat else "text_completion", tenant=caller.tenant.name, model=model,
+        prompt_texts=texts, max_tokens=max_tokens, user=user, carrier=carrier, attributes=attributes))
+    redacted = inference.prompt_texts
+    return inference, (prompts if redacted == texts else _with_texts(prompts, redacted))
+
+
+def guard_whole(guard: OutputGuard, result: InferResult) -> InferResult:
+    """A finished choice, checked: its text as the client may see it."""
+    text = guard.feed(result.text) + guard.flush()
+    return replace(result, text=text, finish_reason=CONTENT_FILTER if guard.stopped else result.finish_reason)
+
+
+def outcome(results: Sequence[InferResult], guards: Sequence[OutputGuard], status: str | None = None,
+            model_key: str | None = None) -> InferenceOutcome:
+    from mcp.governance.plane import InferenceOutcome
+
+    first = results[0] if results else None
+    stopped = any(g.stopped for g in guards)
+    return InferenceOutcome(
+        status=status or ("stopped" if stopped else "ok"), model_key=model_key,
+        outputs=tuple(g.text for g in guards) if guards else tuple(r.text for r in results),
+        prompt_tokens=sum(r.usage.prompt_tokens for r in results),
+        completion_tokens=sum(r.usage.completion_tokens for r in results),
+        finish_reasons=tuple(r.finish_reason for r in results),
+        ttft_s=first.timings.ttft_s if first else None, total_s=first.timings.total_s if first else None)
+
+
+def _texts(prompts: list[Prompt]) -> list[str]:
+    texts: list[str] = []
+    for prompt in prompts:
+        texts += [m["content"] for m in prompt.messages] if prompt.messages is not None else [prompt.text or ""]
+    return texts
+
+
+def _with_texts(prompts: list[Prompt], texts: tuple[str, ...]) -> list[Prompt]:
+    remaining = iter(texts)
+    rebuilt = []
+    for prompt in prompts:
+        if prompt.messages is not None:
+            rebuilt.append(Prompt(messages=[{**m, "content": next(remaining)} for m in prompt.messages]))
+        else:
+            rebuilt.append(Prompt(text=next(remaining)))
+    return rebuilt
