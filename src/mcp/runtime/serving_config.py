@@ -61,6 +61,7 @@ class GovernanceSection(_Strict):
     audit: bool = True
     audit_url: str | None = None  # None: $MCP_AUDIT_URL, else $MCP_HOME/audit.db
     audit_key_file: str | None = None  # None: $MCP_HOME/audit.key
+    audit_sqlite_sync: Literal["full", "normal"] = "full"  # normal: no fsync per commit (survives a kill, not a power cut)
     capture: bool = False  # keep prompts and outputs, encrypted per user (needs the request's user)
     retention_days: float | None = pydantic.Field(None, gt=0)  # prune older records at start and daily
     otlp_endpoint: str | None = None  # e.g. http://collector:4318/v1/traces; None: no traces exported
@@ -113,6 +114,7 @@ class GovernanceConfig:
     audit: bool = True
     audit_url: str | None = None
     audit_key_file: str | None = None
+    audit_sqlite_sync: str = "full"
     capture: bool = False
     retention_days: float | None = None
     otlp_endpoint: str | None = None

@@ -2,7 +2,8 @@
 
 The URL comes from the config (``serving.governance.audit.url``) or the command line, else
 ``$MCP_AUDIT_URL``, else an SQLite file ``audit.db`` beside the model cache. SQLite runs in
-WAL mode with ``synchronous=FULL`` (a committed record is on disk, power loss included) and
+WAL mode with ``synchronous=FULL`` by default (a committed record is on disk, power loss
+included; ``NORMAL`` keeps it through a killed process, not a power loss, and saves the fsync) and
 ``BEGIN IMMEDIATE`` (appenders from several processes queue for the write lock); PostgreSQL is
 reached with psycopg 3 and may be the registry's own database (the tables and the Alembic
 version table are the audit's own).
@@ -23,6 +24,7 @@ from mcp.governance.errors import AuditError
 from mcp.modelfile.catalog import mcp_home
 
 URL_ENV = "MCP_AUDIT_URL"
+SQLITE_SYNC = ("full", "normal")
 MIGRATIONS = Path(__file__).with_name("migrations")
 _MIGRATING = threading.Lock()  # Alembic keeps its running context in module globals
 
@@ -31,9 +33,11 @@ def default_url() -> str:
     return os.environ.get(URL_ENV) or f"sqlite:///{mcp_home() / 'audit.db'}"
 
 
-def open_audit_engine(url: str | None = None) -> Engine:
+def open_audit_engine(url: str | None = None, sqlite_sync: str = "full") -> Engine:
     """An engine on ``url`` with the audit tables migrated to the newest revision."""
     url = url or default_url()
+    if sqlite_sync not in SQLITE_SYNC:
+        raise AuditError(f"audit SQLite sync {sqlite_sync!r}: use one of {', '.join(SQLITE_SYNC)}")
     try:
         parsed = make_url(url)
     except ArgumentError:
@@ -44,7 +48,7 @@ def open_audit_engine(url: str | None = None) -> Engine:
             if parsed.database and parsed.database != ":memory:":
                 Path(parsed.database).expanduser().parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(parsed, connect_args={"timeout": 60})
-            event.listen(engine, "connect", _sqlite_on_connect)
+            event.listen(engine, "connect", lambda connection, _: _sqlite_on_connect(connection, sqlite_sync))
             event.listen(engine, "begin", lambda connection: connection.exec_driver_sql("BEGIN IMMEDIATE"))
         elif parsed.get_backend_name() == "postgresql":
             engine = create_engine(parsed, connect_args={"connect_timeout": 5}, pool_pre_ping=True)
@@ -75,11 +79,11 @@ def _migrate(engine: Engine) -> None:
         raise unreachable(engine, exc) from None
 
 
-def _sqlite_on_connect(dbapi_connection, _record) -> None:
+def _sqlite_on_connect(dbapi_connection, sync: str) -> None:
     dbapi_connection.isolation_level = None  # the "begin" event issues BEGIN IMMEDIATE itself
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute(f"PRAGMA synchronous={sync.upper()}")
     cursor.execute("PRAGMA busy_timeout=60000")
     cursor.close()
 

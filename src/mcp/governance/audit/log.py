@@ -80,8 +80,8 @@ class AuditLog:
         self._writer.start()
 
     @classmethod
-    def open(cls, url: str | None = None, key_file: str | None = None) -> AuditLog:
-        return cls(open_audit_engine(url), AuditKeys.from_file(key_file))
+    def open(cls, url: str | None = None, key_file: str | None = None, sqlite_sync: str = "full") -> AuditLog:
+        return cls(open_audit_engine(url, sqlite_sync), AuditKeys.from_file(key_file))
 
     def append(self, entry: AuditEntry, capture: Capture | None = None) -> AppendedRecord:
         """Chain ``entry`` and return once it is committed; raises AuditError if it could not be."""
