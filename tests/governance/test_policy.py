@@ -81,6 +81,30 @@ def test_a_broken_reload_keeps_the_old_version_serving(bundle: Path) -> None:
     assert engine.evaluate("input", {**REQUEST, "findings": [SECRET]}).action == "deny"
 
 
+CRASHING_RULE = """package mcp.input
+
+import rego.v1
+
+base := {"findings": []}
+
+deny contains {"rule": "crash", "reason": "x"} if {
+	count(input.findings) == 0 with input as base
+}
+"""
+
+
+def test_a_bundle_that_would_crash_rego_cpp_is_refused_and_the_server_lives_on(bundle: Path, tmp_path: Path) -> None:
+    (tmp_path / "crash").mkdir()
+    (tmp_path / "crash" / "p.rego").write_text(CRASHING_RULE)
+    with pytest.raises(PolicyError, match=r"crashes the Rego engine \(rego-cpp, exit -6: what\(\)"):
+        RegoPolicyEngine(tmp_path / "crash")
+    engine = RegoPolicyEngine(bundle)
+    (bundle / "crash.rego").write_text(CRASHING_RULE)
+    engine.poll()
+    assert engine.poll() is False and "crashes the Rego engine" in engine.last_error
+    assert engine.evaluate("input", REQUEST).action == "allow"
+
+
 def test_bad_bundles_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(PolicyError, match="is not a folder"):
         RegoPolicyEngine(tmp_path / "missing")
@@ -95,7 +119,8 @@ def test_bad_bundles_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_a_malformed_policy_answer_is_a_policy_error(tmp_path: Path) -> None:
-    (tmp_path / "p.rego").write_text('package mcp.input\nimport rego.v1\ndeny contains "no rule id" if true\n')
+    (tmp_path / "p.rego").write_text('package mcp.input\nimport rego.v1\n'
+                                     'deny contains "no rule id" if input.tenant.name == "acme"\n')
     engine = RegoPolicyEngine(tmp_path)
     with pytest.raises(PolicyError, match='each item must be an object with string "rule" and "reason"'):
         engine.evaluate("input", REQUEST)

@@ -1,9 +1,10 @@
 """``RegoPolicyEngine``: a bundle folder evaluated in-process, reloaded when it changes.
 
 The compiled bundle is one attribute; a reload compiles the whole new version first and then
-rebinds it (one store), so an evaluation sees the old version or the new one. A folder that
-must hold still for two polls before it is read, and one that fails to compile is logged while
-the old version keeps serving. Evaluations share one regopy interpreter under a lock: one
+rebinds it (one store), so an evaluation sees the old version or the new one. A changed folder
+must hold still for two polls before it is read; one that fails to compile is logged while
+the old version keeps serving. Every version is first compiled and evaluated in a child
+process (``check.py``): rego-cpp aborts the process on some rules. Evaluations share one regopy interpreter under a lock: one
 takes about 0.2 ms, less than a thread hop.
 """
 
@@ -20,6 +21,7 @@ import regopy
 
 from mcp.governance.errors import PolicyError
 from mcp.governance.policy.bundle import ENTRYPOINTS, CompiledPolicy, PolicySource, compile_policy
+from mcp.governance.policy.check import check_in_child
 from mcp.governance.policy.decision import STAGES, Decision, parse_decision
 
 log = logging.getLogger(__name__)
@@ -52,7 +54,8 @@ class RegoPolicyEngine:
     def __init__(self, folder: str | Path, poll_s: float = 1.0) -> None:
         self.folder = Path(folder)
         self.poll_s = poll_s
-        self.policy: CompiledPolicy = compile_policy(PolicySource.read(self.folder))  # a bad first bundle is an error
+        check_in_child(self.folder)  # a bad first bundle is an error, one that would crash too
+        self.policy: CompiledPolicy = compile_policy(PolicySource.read(self.folder))
         self.num_reloads = 0
         self.last_error: str | None = None
         self._seen = self._stamp()
@@ -99,6 +102,7 @@ class RegoPolicyEngine:
 
     def _reload(self) -> bool:
         try:
+            check_in_child(self.folder)
             policy = compile_policy(PolicySource.read(self.folder))
         except PolicyError as exc:
             self.last_error = str(exc)
