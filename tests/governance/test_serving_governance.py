@@ -121,7 +121,14 @@ def test_spans_follow_genai_conventions_and_carry_no_prompt_text(governed, recei
     assert not any(b"periwinkle" in body for body in receiver.bodies)
 
 
-def test_the_chain_of_the_served_requests_verifies(governed, capsys) -> None:
+def test_the_chain_verifies_and_a_users_capture_is_exported_then_erased(governed, client, capsys) -> None:
     _, folder = governed
-    assert main(["audit", "--db", f"sqlite:///{folder / 'audit.db'}", "verify"]) == 0
+    client.completions.create(model="tiny", prompt="Bob's question", max_tokens=3, temperature=0, user="bob")
+    base = ["audit", "--db", f"sqlite:///{folder / 'audit.db'}", "--key-file", str(folder / "audit.key")]
+    assert main([*base, "export", "--subject", "bob"]) == 0
+    assert '"capture": {"prompt": "Bob\'s question"' in capsys.readouterr().out
+    assert main([*base, "erase", "--subject", "bob"]) == 0
+    assert main([*base, "export", "--subject", "bob"]) == 0
+    assert "capture" not in capsys.readouterr().out.split("\n", 1)[1]
+    assert main([*base, "verify"]) == 0
     assert "audit chain ok" in capsys.readouterr().out

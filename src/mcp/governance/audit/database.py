@@ -17,7 +17,7 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event, make_url, text
+from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
 from mcp.governance.errors import AuditError
@@ -87,10 +87,3 @@ def _sqlite_on_connect(dbapi_connection, sync: str) -> None:
     cursor.execute("PRAGMA busy_timeout=60000")
     cursor.close()
 
-
-def check_reachable(engine: Engine) -> None:
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("SELECT 1"))
-    except DBAPIError as exc:
-        raise unreachable(engine, exc) from None

@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import replace
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
@@ -35,6 +35,9 @@ from mcp.serving.http import schemas as s
 from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.tenants import Caller
+
+if TYPE_CHECKING:
+    from mcp.governance.plane import Inference, InferenceOutcome
 
 router = APIRouter(tags=["openai"])
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -151,7 +154,7 @@ def _span_attributes(options: dict[str, Any]) -> dict[str, Any]:
             "gen_ai.request.top_k": options["top_k"], "gen_ai.request.seed": options["seed"]}
 
 
-async def _failed(inference, exc: BaseException) -> None:
+async def _failed(inference: Inference | None, exc: BaseException) -> None:
     """A request that never ran: its record says why."""
     if inference is not None:
         await inference.finish(governed.outcome([], [], status=f"error:{describe(exc).code or type(exc).__name__}"))
@@ -161,7 +164,8 @@ class _Reply:
     """One request's answer, whole or streamed, on its held version."""
 
     def __init__(self, state: ServerState, caller: Caller, version: ModelVersion, generation: Generation,
-                 chat: bool, num_prompts: int, logprobs: bool, request_id: str, inference=None) -> None:
+                 chat: bool, num_prompts: int, logprobs: bool, request_id: str,
+                 inference: Inference | None = None) -> None:
         self.state, self.caller, self.version, self.generation = state, caller, version, generation
         self.chat, self.num_prompts, self.logprobs = chat, num_prompts, logprobs
         self.id, self.inference = request_id, inference
@@ -231,7 +235,7 @@ class _Reply:
         reason = governed.CONTENT_FILTER if guard.stopped else event.result.finish_reason
         return replace(event, text=text, result=replace(event.result, finish_reason=reason, text=guard.text))
 
-    def _outcome(self, status: str | None = None):
+    def _outcome(self, status: str | None = None) -> InferenceOutcome:
         results = [self.results[i] for i in sorted(self.results)]
         return governed.outcome(results, self.guards, status, self.version.key)
 
