@@ -49,7 +49,8 @@ def test_pii_in_a_whole_answer_is_redacted(server) -> None:
     reply = client.completions.create(model="smollm2", prompt=PROMPT, max_tokens=12, temperature=0)
     assert reply.choices[0].text.startswith(" [REDACTED:email]") and "jane" not in reply.choices[0].text
     connection = sqlite3.connect(server.folder / "audit.db")
-    decisions = connection.execute("SELECT decisions FROM audit_records WHERE request_id = ?", (reply.id,)).fetchone()[0]
+    decisions = connection.execute("SELECT decisions FROM audit_records WHERE request_id = ?",
+                                   (reply.id,)).fetchone()[0]
     connection.close()
     assert '"action":"redact"' in decisions and "output.redact_pii" in decisions
 

@@ -176,7 +176,8 @@ def test_opa_rest_adapter_maps_requests_and_answers() -> None:
         denied = engine.evaluate("input", {**REQUEST, "findings": [SECRET]})
         assert denied.action == "deny" and denied.deny[0].rule == "input.credentials"
         assert denied.policy_version == f"opa:{server.url}"
-        assert server.requests[-1] == ("/v1/data/mcp/decision/input_stage", {"input": {**REQUEST, "findings": [SECRET]}})
+        assert server.requests[-1] == ("/v1/data/mcp/decision/input_stage",
+                                       {"input": {**REQUEST, "findings": [SECRET]}})
         assert engine.evaluate("output", {"findings": []}).action == "allow"
         assert server.requests[-1][0] == "/v1/data/mcp/decision/output_stage"
     finally:

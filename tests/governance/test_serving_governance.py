@@ -4,6 +4,7 @@ SQLite audit trail and a real OTLP/HTTP receiver, called with the official opena
 from __future__ import annotations
 
 import hashlib
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -16,9 +17,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 from otlp_receiver import OTLPReceiver  # noqa: E402
 
 from mcp.governance.audit.keys import AuditKeys  # noqa: E402
+from mcp.governance.policy.bundle import SHIPPED  # noqa: E402
 from mcp.runtime.cli import main  # noqa: E402
 
 KEY = "AKIAIOSFODNN7EXAMPLE"
+# a rule that answers malformed items for one tenant only (so the start-up check passes)
+BROKEN_RULE = 'package mcp.input\n\nimport rego.v1\n\ndeny contains "no rule id" if input.tenant.name == "broken"\n'
 TRACE_ID, PARENT_ID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 
 
@@ -32,10 +36,13 @@ def receiver():
 @pytest.fixture(scope="module")
 def governed(start_server, tiny_mcp, receiver, tmp_path_factory):
     folder = tmp_path_factory.mktemp("governed")
+    shutil.copytree(SHIPPED, folder / "policies")
+    (folder / "policies" / "broken.rego").write_text(BROKEN_RULE)
     server = start_server({
         "runtime": {"device": "cpu"},
         "serving": {"models": [{"name": "tiny", "source": str(tiny_mcp)}],
-                    "governance": {"audit_url": f"sqlite:///{folder / 'audit.db'}",
+                    "governance": {"policy_bundle": str(folder / "policies"),
+                                   "audit_url": f"sqlite:///{folder / 'audit.db'}",
                                    "audit_key_file": str(folder / "audit.key"), "capture": True,
                                    "otlp_endpoint": receiver.endpoint, "terms": ["Project Falcon"]}},
     })
@@ -71,6 +78,15 @@ def test_a_prompt_with_a_credential_is_refused_with_the_rules_reason(governed, c
     assert KEY not in server.log()  # neither the log nor the record holds the key
     reply = client.completions.create(model="tiny", prompt="Hello there", max_tokens=3, temperature=0)
     assert reply.choices[0].text is not None  # the server goes on serving
+
+
+def test_a_failing_policy_is_a_500_that_is_recorded(governed) -> None:
+    server, folder = governed
+    response = httpx.post(server.url + "/v1/completions", headers={"x-tenant": "broken"}, timeout=60,
+                          json={"model": "tiny", "prompt": "Hi", "max_tokens": 2})
+    assert response.status_code == 500 and response.json()["error"]["type"] == "server_error"
+    assert "each item must be an object with string \"rule\" and \"reason\"" in response.json()["error"]["message"]
+    assert [r["status"] for r in _records(folder).values() if r["tenant"] == "broken"] == ["error:policy"]
 
 
 def test_each_answer_has_its_audit_record_committed_before_it_arrives(governed, client) -> None:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from mcp.runtime.errors import ConfigError, MCPError, PolicyDenied
+from mcp.runtime.errors import MCPError, PolicyDenied
 
 
-class PolicyError(ConfigError):
-    """A policy bundle does not load or compile, or a policy answered something malformed."""
+class PolicyError(MCPError):
+    """A policy bundle does not load or compile, or a policy answered something malformed
+    (a request it happens to is a 500: the server's policies are wrong, not the request)."""
 
 
 class PolicyDeniedByRule(PolicyDenied):

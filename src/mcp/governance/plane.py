@@ -31,6 +31,7 @@ from mcp.governance.policy.bundle import SHIPPED
 from mcp.governance.policy.engine import PolicyEngine, RegoPolicyEngine
 from mcp.governance.policy.opa_rest import OPAPolicyEngine
 from mcp.governance.tracing.spans import InferenceTracer, trace_id_of
+from mcp.runtime.errors import MCPError
 from mcp.runtime.serving_config import GovernanceConfig
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,9 @@ class GovernancePlane:
             policy: PolicyEngine = OPAPolicyEngine(config.opa_url)
         else:
             policy = RegoPolicyEngine(config.policy_bundle or SHIPPED, config.policy_poll_s).start()
-        audit = AuditLog.open(config.audit_url, config.audit_key_file, config.audit_sqlite_sync) if config.audit else None
+        audit = None
+        if config.audit:
+            audit = AuditLog.open(config.audit_url, config.audit_key_file, config.audit_sqlite_sync)
         plane = cls(policy, Scanner(config.terms), InferenceTracer(service_name, config.otlp_endpoint), audit,
                     config.capture, config.stream_window_chars)
         if audit is not None and config.retention_days is not None:
@@ -95,11 +98,14 @@ class GovernancePlane:
         subject = self.audit.keys.pseudonym(request.user) if self.audit is not None and request.user else None
         span = self.tracer.start(request.operation, request.model, request.carrier, {
             **request.attributes, "gen_ai.request.model": request.model, "llm.model.name": request.model,
-            "llm.prompt.hash": _sha256("\n".join(request.prompt_texts)), "gen_ai.request.max_tokens": request.max_tokens})
-        if sum(map(len, request.prompt_texts)) <= INLINE_CHARS:  # about a millisecond: cheaper than a thread hop
-            findings, decision = self._check_input(request, subject)
-        else:
-            findings, decision = await anyio.to_thread.run_sync(self._check_input, request, subject)
+            "llm.prompt.hash": _sha256("\n".join(request.prompt_texts)),
+            "gen_ai.request.max_tokens": request.max_tokens})
+        try:
+            findings, decision = await self._checked_input(request, subject)
+        except MCPError as exc:  # the policy failed: refuse, and say so in the record and the span
+            failed = Inference(self, request, subject, span, Decision("input", self.policy.version), [], started_ns)
+            await failed.finish(InferenceOutcome(status="error:policy"), error_type=type(exc).__name__)
+            raise
         self.tracer.child(span, "policy input", started_ns, time.time_ns(),
                           {"mcp.policy.action": decision.action, "mcp.policy.version": decision.policy_version,
                            "mcp.policy.rules": list(decision.as_record()["rules"]),
@@ -110,6 +116,11 @@ class GovernancePlane:
             await inference.finish(InferenceOutcome(status="denied"), error_type="policy_denied")
             raise PolicyDeniedByRule(hit.rule, hit.reason)
         return inference
+
+    async def _checked_input(self, request: InferenceRequest, subject: str | None) -> tuple[list[Finding], Decision]:
+        if sum(map(len, request.prompt_texts)) <= INLINE_CHARS:  # about a millisecond: cheaper than a thread hop
+            return self._check_input(request, subject)
+        return await anyio.to_thread.run_sync(self._check_input, request, subject)
 
     def _check_input(self, request: InferenceRequest, subject: str | None) -> tuple[list[Finding], Decision]:
         findings, offset = [], 0
@@ -169,7 +180,8 @@ class Inference:
     def _decide_output(self, findings: list[Finding]) -> Decision:
         key = frozenset((f.kind, f.category) for f in findings)
         if key not in self._output_decisions:
-            document = {"stage": "output", "request": {"id": self.request.request_id, "operation": self.request.operation},
+            request = {"id": self.request.request_id, "operation": self.request.operation}
+            document = {"stage": "output", "request": request,
                         "tenant": {"name": self.request.tenant}, "user": self.subject,
                         "model": {"requested": self.request.model or ""},
                         "findings": [f.as_input() for f in findings]}
@@ -225,7 +237,8 @@ class Inference:
             tracer.child(self.span, "policy output", now_ns - check_ns, now_ns,
                          {"mcp.policy.action": "deny" if any(g.stopped for g in self.guards) else "allow"})
         name, _, _ = (outcome.model_key or "").partition(":")
-        tracer.end(self.span, {"gen_ai.response.id": self.request.request_id, "gen_ai.response.model": outcome.model_key,
+        tracer.end(self.span, {"gen_ai.response.id": self.request.request_id,
+                               "gen_ai.response.model": outcome.model_key,
                                "gen_ai.usage.input_tokens": outcome.prompt_tokens,
                                "gen_ai.usage.output_tokens": outcome.completion_tokens,
                                "gen_ai.response.finish_reasons": list(outcome.finish_reasons) or None,

@@ -61,7 +61,8 @@ class GovernanceSection(_Strict):
     audit: bool = True
     audit_url: str | None = None  # None: $MCP_AUDIT_URL, else $MCP_HOME/audit.db
     audit_key_file: str | None = None  # None: $MCP_HOME/audit.key
-    audit_sqlite_sync: Literal["full", "normal"] = "full"  # normal: no fsync per commit (survives a kill, not a power cut)
+    # full: an fsync per commit; normal: none (a record survives a killed process, not a power cut)
+    audit_sqlite_sync: Literal["full", "normal"] = "full"
     capture: bool = False  # keep prompts and outputs, encrypted per user (needs the request's user)
     retention_days: float | None = pydantic.Field(None, gt=0)  # prune older records at start and daily
     otlp_endpoint: str | None = None  # e.g. http://collector:4318/v1/traces; None: no traces exported

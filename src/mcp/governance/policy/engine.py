@@ -4,8 +4,8 @@ The compiled bundle is one attribute; a reload compiles the whole new version fi
 rebinds it (one store), so an evaluation sees the old version or the new one. A changed folder
 must hold still for two polls before it is read; one that fails to compile is logged while
 the old version keeps serving. Every version is first compiled and evaluated in a child
-process (``check.py``): rego-cpp aborts the process on some rules. Evaluations share one regopy interpreter under a lock: one
-takes about 0.2 ms, less than a thread hop.
+process (``check.py``): rego-cpp aborts the process on some rules. Evaluations share one
+regopy interpreter under a lock: one takes about 0.2 ms, less than a thread hop.
 """
 
 from __future__ import annotations

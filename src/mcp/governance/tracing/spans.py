@@ -38,7 +38,8 @@ class InferenceTracer:
         return self.tracer.start_span(f"{operation} {model or 'default'}", context=parent, kind=SpanKind.SERVER,
                                       attributes={"gen_ai.operation.name": operation, **_clean(attributes)})
 
-    def child(self, parent: Span, name: str, start_ns: int, end_ns: int, attributes: dict[str, Any] | None = None) -> None:
+    def child(self, parent: Span, name: str, start_ns: int, end_ns: int,
+              attributes: dict[str, Any] | None = None) -> None:
         """A finished phase of ``parent`` (its times already measured)."""
         span = self.tracer.start_span(name, context=set_span_in_context(parent), start_time=start_ns,
                                       kind=SpanKind.INTERNAL, attributes=_clean(attributes or {}))

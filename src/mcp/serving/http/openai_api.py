@@ -1,9 +1,9 @@
 """``/v1/chat/completions``, ``/v1/completions``, ``/v1/models``: OpenAI's API on the host's models.
 
 A request's path: authenticate (``Authorization: Bearer``) -> tenant rate limit -> check the
-server's limits -> governance input check, when configured (detectors and policy: a deny is a
-403, a reroute names another model) -> hold the model version (``model``: name, name:version, or empty for the
-default) -> submit every choice (admission control may refuse: 429) -> answer, or stream
+server's limits -> governance input check, when configured (detectors and policy: a deny is
+a 403, a reroute names another model) -> hold the model version (``model``: name,
+name:version, or empty for the default) -> submit every choice (admission control may refuse: 429) -> answer, or stream
 server-sent events. The SLO class comes from the ``x-sla-class`` header, the tenant from the
 key (or, on an open server, the ``x-tenant`` header). A client that goes away cancels its
 sequences; the version is released when the last byte is sent. With governance, each choice's
@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import replace
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Header, Request
