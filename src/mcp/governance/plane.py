@@ -131,7 +131,7 @@ class GovernancePlane:
                                                   "max_tokens": request.max_tokens,
                                                   "num_chars": sum(map(len, request.prompt_texts))},
                     "tenant": {"name": request.tenant}, "user": subject, "model": {"requested": request.model or ""},
-                    "findings": [f.as_input() for f in findings]}
+                    "findings": policy_findings(findings)}
         return findings, self.policy.evaluate("input", document)
 
     def close(self) -> None:
@@ -184,7 +184,7 @@ class Inference:
             document = {"stage": "output", "request": request,
                         "tenant": {"name": self.request.tenant}, "user": self.subject,
                         "model": {"requested": self.request.model or ""},
-                        "findings": [f.as_input() for f in findings]}
+                        "findings": policy_findings(findings)}
             self._output_decisions[key] = self.plane.policy.evaluate("output", document)
         return self._output_decisions[key]
 
@@ -244,6 +244,20 @@ class Inference:
                                "gen_ai.response.finish_reasons": list(outcome.finish_reasons) or None,
                                "mcp.status": outcome.status, "llm.model.name": name or self.request.model},
                    error_type or (outcome.status.partition(":")[2] or None))
+
+
+def policy_findings(findings: list[Finding]) -> list[dict]:
+    """The findings as a policy gets them: one per distinct value (kind and digest), at its first
+    place, with ``count`` occurrences. A prompt repeating one address 40 times is one finding:
+    the evaluation's cost follows the number of findings."""
+    distinct: dict[tuple[str, str], dict] = {}
+    for finding in findings:
+        key = (finding.kind, finding.digest)
+        if key in distinct:
+            distinct[key]["count"] += 1
+        else:
+            distinct[key] = {**finding.as_input(), "count": 1}
+    return list(distinct.values())
 
 
 def _sha256(text: str) -> str:
