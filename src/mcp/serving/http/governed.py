@@ -52,9 +52,11 @@ def outcome(results: Sequence[InferResult], guards: Sequence[OutputGuard], statu
     from mcp.governance.plane import InferenceOutcome
 
     first = results[0] if results else None
-    stopped = any(g.stopped for g in guards)
+    if status is None:
+        stopped, cancelled = any(g.stopped for g in guards), any(r.finish_reason == "cancelled" for r in results)
+        status = "stopped" if stopped else "cancelled" if cancelled else "ok"
     return InferenceOutcome(
-        status=status or ("stopped" if stopped else "ok"), model_key=model_key,
+        status=status, model_key=model_key,
         outputs=tuple(g.text for g in guards) if guards else tuple(r.text for r in results),
         prompt_tokens=sum(r.usage.prompt_tokens for r in results),
         completion_tokens=sum(r.usage.completion_tokens for r in results),
