@@ -8,7 +8,7 @@ server-sent events. The SLO class comes from the ``x-sla-class`` header, the ten
 key (or, on an open server, the ``x-tenant`` header). A client that goes away cancels its
 sequences; the version is released when the last byte is sent. With governance, each choice's
 text passes the output policy (streamed text on a sliding window) and the audit record is
-committed before the response completes (``governed.py``).
+committed before the response completes (``serving/governed.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from mcp.runtime.result import InferResult
 from mcp.serving.errors import FieldError, describe
 from mcp.serving.generation import ChoiceEvent, Generation, Prompt
 from mcp.serving.host import ModelVersion
-from mcp.serving.http import governed, render
+from mcp.serving import governed
+from mcp.serving.http import render
 from mcp.serving.http import schemas as s
 from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import caller_of, state_of
@@ -123,8 +124,9 @@ async def _serve(request: Request, state: ServerState, caller: Caller, body: s.C
     request_id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
     inference, model = None, body.model or None
     if state.governance is not None:
-        inference, prompts = await governed.admit(state.governance, request, caller, request_id, model, prompts,
-                                                  options["max_tokens"], body.user, chat, _span_attributes(options))
+        inference, prompts = await governed.admit(
+            state.governance, f"{request.method} {request.url.path}", request.headers, caller, request_id, model,
+            prompts, options["max_tokens"], body.user, chat, _span_attributes(options))
         model = inference.model or model
     try:
         version = state.host.resolve_and_hold(model)

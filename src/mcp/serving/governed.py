@@ -1,18 +1,17 @@
-"""The HTTP side of the governance plane: a request's prompt texts in, its guarded answers out.
+"""The serving side of the governance plane, for HTTP and gRPC alike: prompts in, guarded answers out.
 
-``admit`` runs the input policy before anything is scheduled (a deny is a 403 in OpenAI's
-error format, raised by the plane after the refusal is recorded); the ``guard_*`` helpers run
-the output policy on each choice; ``outcome`` says how the request ended for the audit record
-and the span. The gRPC service calls the same plane with the same plain values.
+``admit`` runs the input policy before anything is scheduled (a deny is a ``PolicyDenied``:
+HTTP 403 in OpenAI's error format, gRPC PERMISSION_DENIED, raised by the plane after the
+refusal is recorded); ``guard_whole`` runs the output policy on a finished choice (a stream
+feeds ``Inference.output_guard()`` itself); ``outcome`` says how the request ended, for the
+audit record and the span. No HTTP here: callers pass the route and the trace headers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
-
-from fastapi import Request
 
 from mcp.runtime.result import InferResult
 from mcp.serving.generation import Prompt
@@ -25,16 +24,20 @@ if TYPE_CHECKING:
 CONTENT_FILTER = "content_filter"
 
 
-async def admit(plane: GovernancePlane, request: Request, caller: Caller, request_id: str, model: str | None,
-                prompts: list[Prompt], max_tokens: int, user: str | None, chat: bool,
+TRACE_HEADERS = ("traceparent", "tracestate")
+
+
+async def admit(plane: GovernancePlane, route: str, headers: Mapping[str, str], caller: Caller, request_id: str,
+                model: str | None, prompts: list[Prompt], max_tokens: int, user: str | None, chat: bool,
                 attributes: dict) -> tuple[Inference, list[Prompt]]:
-    """The admitted inference and the prompts to run (redacted where a rule said so)."""
+    """The admitted inference and the prompts to run (redacted where a rule said so). ``headers``
+    are the HTTP headers or the gRPC metadata: the W3C trace context is taken from them."""
     from mcp.governance.plane import InferenceRequest
 
     texts = tuple(_texts(prompts))
-    carrier = {k: v for k, v in request.headers.items() if k in ("traceparent", "tracestate")}
+    carrier = {k.lower(): v for k, v in headers.items() if k.lower() in TRACE_HEADERS}
     inference = await plane.admit(InferenceRequest(
-        request_id=request_id, route=f"{request.method} {request.url.path}",
+        request_id=request_id, route=route,
         operation="chat" if chat else "text_completion", tenant=caller.tenant.name, model=model,
         prompt_texts=texts, max_tokens=max_tokens, user=user, carrier=carrier, attributes=attributes))
     redacted = inference.prompt_texts
