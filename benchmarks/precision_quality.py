@@ -3,16 +3,20 @@
 For SmolLM2-135M-Instruct Q4_1: teacher-forced top-1 agreement and mean KL(fp32 || candidate)
 over every position of `mcp.ops.quality.TEXTS` (> 1,000 positions), for bf16 (dense), the auto
 plan as it decodes (the native kernels with int8 dots: activations quantized to int8 blocks
-of 32, the default; and with exact dots: exact int4 and Q8_0 weights, fp32 sums), as it
+of 32; with int8x2 dots: two int8 digits per block, 15 bits; and with exact dots, the
+default: exact int4 and Q8_0 weights, fp32 sums), as it
 prefills (dense GEMMs over the int4 values), int4 on PyTorch's int4pack kernel, and int8
 weight-only on its decode kernel. The fp32 reference is the engine that matches
-transformers bit for bit.
+transformers bit for bit. With llama-cpp-python installed (`make test` installs it), llama.cpp
+on the same GGUF is scored on the same token ids too, as the peer: a whole sequence in one
+batch (its prompt path) and one token per eval (its decode path).
 
-    .venv/bin/python benchmarks/precision_quality.py
+    .venv/bin/python benchmarks/precision_quality.py [--only LABEL_PART ...] [--no-llamacpp]
 """
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 from pathlib import Path
 
@@ -27,6 +31,7 @@ from mcp.ops.quality import agreement, score_all, token_sequences
 CANDIDATES = (  # label, compile precision, runtime precision, phase whose kernels run, native kernels, dots
     ("bf16 dense", "source", "bf16", None, True, "auto"),
     ("auto plan, decode path (native, int8 dots)", "auto", "auto", "decode", True, "int8"),
+    ("auto plan, decode path (native, int8x2 dots)", "auto", "auto", "decode", True, "int8x2"),
     ("auto plan, decode path (native, exact dots)", "auto", "auto", "decode", True, "exact"),
     ("auto plan, prefill path (dense GEMM of int4)", "auto", "auto", "prefill", True, "auto"),
     ("int4 on PyTorch's int4pack, bf16 act", "auto", "auto", "decode", False, "auto"),
@@ -41,6 +46,11 @@ def load(path: Path, precision: str, native_kernels: bool = True, decode_dots: s
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", default=[], metavar="LABEL_PART",
+                        help="score only the candidates whose label contains this (repeatable)")
+    parser.add_argument("--no-llamacpp", action="store_true", help="do not score llama.cpp")
+    args = parser.parse_args()
     torch.set_num_threads(2)
     gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
     folder = Path(tempfile.mkdtemp())
@@ -53,9 +63,41 @@ def main() -> None:
     print(f"hardware {reference_engine.hardware.describe()}")
     print(f"{'precision':<46} {'positions':>9} {'top-1 agree':>11} {'mean KL (nats)':>14}")
     for label, compiled, runtime, phase, native, dots in CANDIDATES:
+        if args.only and not any(part in label for part in args.only):
+            continue
         engine = load(files[compiled], runtime, native, dots)
         result = agreement(reference, score_all(engine, sequences, phase))
         print(f"{label:<46} {result.positions:>9} {result.top1:>11.2%} {result.mean_kl:>14.5f}  ({engine.precision})")
+    for label, scores in ([] if args.no_llamacpp else llamacpp_scores(gguf, sequences)):
+        result = agreement(reference, scores)
+        print(f"{label:<46} {result.positions:>9} {result.top1:>11.2%} {result.mean_kl:>14.5f}  (the peer)")
+
+
+def llamacpp_scores(gguf: Path, sequences: list[list[int]]):
+    """llama.cpp's teacher-forced logits, by batch and token by token; nothing without it."""
+    try:
+        from mcp.backends.base import Prompt
+        from mcp.backends.llamacpp import LlamaCppBackend
+        import llama_cpp
+    except ImportError:
+        print("(llama.cpp not scored: pip install llama-cpp-python, or `make test`)")
+        return
+    backend = LlamaCppBackend(gguf, threads=2)
+    backend.load()
+    version = f"llama-cpp-python {llama_cpp.__version__}"
+    try:
+        yield f"{version}, whole sequence per eval", [
+            backend.score(Prompt(token_ids=tuple(ids), text=""), 0).logits for ids in sequences]
+        yield f"{version}, one token per eval", [token_by_token(backend.llm, ids) for ids in sequences]
+    finally:
+        backend.unload()
+
+
+def token_by_token(llm, ids: list[int]) -> torch.Tensor:
+    llm.reset()
+    for token in ids:
+        llm.eval([token])
+    return torch.tensor(llm.scores[: len(ids)], dtype=torch.float32)
 
 
 if __name__ == "__main__":

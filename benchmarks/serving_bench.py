@@ -45,7 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.swaps:
         measure_swaps(args.model, args.swaps, args.threads)
-    measure_ttft(args.model, args.requests, args.max_tokens, args.threads)
+    if args.requests:
+        measure_ttft(args.model, args.requests, args.max_tokens, args.threads)
 
 
 def measure_swaps(model: str, num_swaps: int, threads: int | None) -> None:

@@ -195,13 +195,22 @@ def test_a_forked_child_runs_the_kernels_on_its_own_threads():
 
 # -- int8 dots: activations quantized to int8 blocks of 32, integer products ---------------
 
-def python_quantized(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The activation codes and scales as the module docstring defines them, in torch."""
+def python_quantized(x: torch.Tensor, digits: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """The activation digit planes [digits, M, K] and scales as the module docstring defines
+    them, in torch: x ~ scale * q1, or scale * (128 * q1 + q2) with two digits."""
     groups = x.unflatten(-1, (-1, 32))  # [M, K/32, 32]
-    scales = groups.abs().amax(-1) / 127  # fp32, as the kernel divides
-    inverse = torch.where(scales != 0, 1 / scales, torch.zeros_like(scales))
-    codes = torch.round(groups * inverse[..., None]).clamp(-127, 127)  # half to even, as nearbyint
-    return codes.flatten(-2).to(torch.int8), scales
+    step = groups.abs().amax(-1) / 127  # fp32, as the kernel divides
+    inverse = torch.where(step != 0, 1 / step, torch.zeros_like(step))
+    high = torch.round(groups * inverse[..., None]).clamp(-127, 127)  # half to even, as nearbyint
+    if digits == 1:
+        return high.flatten(-2).to(torch.int8)[None], step
+    low = torch.round((groups - high * step[..., None]) * (inverse * 128)[..., None]).clamp(-127, 127)
+    return torch.stack([high.flatten(-2), low.flatten(-2)]).to(torch.int8), step / 128
+
+
+def activation_values(codes: torch.Tensor) -> torch.Tensor:
+    """The integer each block element stands for: q1, or 128 * q1 + q2."""
+    return codes[0].double() if codes.shape[0] == 1 else codes[0].double() * 128 + codes[1].double()
 
 
 def weight_codes(matrix: QuantMatrix) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -213,56 +222,71 @@ def weight_codes(matrix: QuantMatrix) -> tuple[torch.Tensor, torch.Tensor, torch
     return matrix.codes.double().unflatten(-1, (-1, 32)), qparams, torch.zeros_like(qparams)
 
 
-def test_activation_codes_are_the_defined_rounding():
+@pytest.mark.parametrize("digits", [1, 2])
+def test_activation_codes_are_the_defined_rounding(digits):
     x = torch.randn(7, 320, generator=torch.Generator().manual_seed(3)) * 3
     x[2, 32:64] = 0  # an all-zero block: scale 0, codes 0
     x[3, :32] = torch.arange(32) - 16.0  # exact multiples: ties of the rounding
-    codes, scales = kernels.quantize_activations(x)
-    want_codes, want_scales = python_quantized(x)
+    codes, scales = kernels.quantize_activations(x, digits)
+    want_codes, want_scales = python_quantized(x, digits)
+    assert codes.shape == (digits, 7, 320)
     assert torch.equal(scales, want_scales) and torch.equal(codes, want_codes)
-    assert scales[2, 1] == 0 and not codes[2, 32:64].any()
+    assert scales[2, 1] == 0 and not codes[:, 2, 32:64].any()
+    if digits == 2:  # the low digit stays within half a high step: -64..64
+        assert codes[1].abs().max() <= 64 and codes[1].abs().max() >= 60
     # each value within half a step of its code
-    restored = (codes.float().unflatten(-1, (-1, 32)) * scales[..., None]).flatten(-2)
-    assert ((restored - x).abs() <= scales.repeat_interleave(32, dim=1) / 2 * (1 + 1e-6)).all()
+    restored = (activation_values(codes).unflatten(-1, (-1, 32)) * scales.double()[..., None]).flatten(-2)
+    assert ((restored - x.double()).abs() <= scales.double().repeat_interleave(32, dim=1) / 2 * (1 + 1e-5)).all()
 
 
+@pytest.mark.parametrize("digits", [1, 2])
 @pytest.mark.parametrize("kind", ["int4", "int8"])
 @pytest.mark.parametrize("qparams_dtype", [torch.float32, torch.float16])
 @pytest.mark.parametrize("n, k, m", [(37, 64, 1), (64, 576, 3), (1536, 576, 1), (200, 96, 9), (8, 32, 4),
                                      (131, 1536, 16), (5, 160, 2)])
-def test_int8_dots_are_the_products_of_the_quantized_activations(isa, kind, qparams_dtype, n, k, m):
+def test_integer_dots_are_the_products_of_the_quantized_activations(isa, kind, qparams_dtype, n, k, m, digits):
     """Exactly sum_g scale_g d_g (q_g . qx_g) + offset_g sum(x_g), up to fp32 rounding."""
     matrix = random_matrix(kind, n, k, qparams_dtype=qparams_dtype)
     x = torch.randn(m, k, generator=torch.Generator().manual_seed(1))
     codes, scales, offsets = weight_codes(matrix)
-    x_codes, x_scales = python_quantized(x)
-    dots = torch.einsum("mgk,ngk->mng", x_codes.double().unflatten(-1, (-1, 32)), codes)  # [M, N, K/32]
+    x_codes, x_scales = python_quantized(x, digits)
+    dots = torch.einsum("mgk,ngk->mng", activation_values(x_codes).unflatten(-1, (-1, 32)), codes)  # [M, N, K/32]
     x_sums = x.double().unflatten(-1, (-1, 32)).sum(-1)  # [M, K/32]
     want = (dots * scales[None] * x_scales.double()[:, None]).sum(-1) + x_sums @ offsets.T
-    got = matrix.matmul(x, int8_dots=True)
+    got = matrix.matmul(x, x_digits=digits)
     assert got.dtype == torch.float32 and got.shape == (m, n)
     magnitude = (dots.abs() * (scales.abs()[None] * x_scales.double()[:, None])).sum(-1) + x_sums.abs() @ offsets.abs().T
     assert ((got.double() - want).abs() <= 1e-5 * magnitude.max() + 1e-6).all()
 
 
+@pytest.mark.parametrize("digits", [1, 2])
 @pytest.mark.parametrize("kind", ["int4", "int8"])
 @pytest.mark.parametrize("n, k, m", [(64, 576, 1), (96, 1536, 5)])
-def test_int8_dots_stay_within_the_activation_rounding_bound(isa, kind, n, k, m):
+def test_integer_dots_stay_within_the_activation_rounding_bound(isa, kind, n, k, m, digits):
     """Against the exact product of the dequantized weight: each block's activations are off
     by at most half their scale d_g, so |error| <= sum_g |scale_g| (d_g / 2) sum |q_g| (+ fp32)."""
     matrix = random_matrix(kind, n, k, seed=5)
     x = torch.randn(m, k, generator=torch.Generator().manual_seed(2))
     exact = x.double() @ matrix.dequantize().double().T
     codes, scales, _ = weight_codes(matrix)
-    _, x_scales = kernels.quantize_activations(x)
+    _, x_scales = kernels.quantize_activations(x, digits)
     bound = ((x_scales.double() / 2)[:, None] * (scales.abs() * codes.abs().sum(-1))[None]).sum(-1)  # [M, N]
     fp32 = 1e-5 * (x.double().abs() @ matrix.dequantize().double().abs().T)
-    error = (matrix.matmul(x, int8_dots=True).double() - exact).abs()
+    error = (matrix.matmul(x, x_digits=digits).double() - exact).abs()
     assert (error <= bound + fp32).all()
     assert error.max() > 0  # the activations really were rounded
 
 
-def test_int8_dots_agree_on_every_isa_and_thread_count():
+def test_two_digits_are_about_a_hundred_times_closer_to_the_exact_product():
+    matrix = random_matrix("int4", 256, 576, seed=8)
+    x = torch.randn(4, 576, generator=torch.Generator().manual_seed(8))
+    exact = x.double() @ matrix.dequantize().double().T
+    one, two = ((matrix.matmul(x, x_digits=d).double() - exact).abs().mean() for d in (1, 2))
+    assert two < one / 50
+
+
+@pytest.mark.parametrize("digits", [1, 2])
+def test_integer_dots_agree_on_every_isa_and_thread_count(digits):
     matrix = random_matrix("int4", 333, 256, seed=2)
     x = torch.randn(5, 256)
     best, threads = kernels.isa(), torch.get_num_threads()
@@ -270,9 +294,9 @@ def test_int8_dots_agree_on_every_isa_and_thread_count():
     try:
         for name in ISAS:
             kernels.set_isa(name)
-            outputs[name] = matrix.matmul(x, int8_dots=True)
+            outputs[name] = matrix.matmul(x, x_digits=digits)
         torch.set_num_threads(1)
-        one = matrix.matmul(x, int8_dots=True)
+        one = matrix.matmul(x, x_digits=digits)
     finally:
         kernels.set_isa(best)
         torch.set_num_threads(threads)
@@ -281,11 +305,20 @@ def test_int8_dots_agree_on_every_isa_and_thread_count():
     assert torch.equal(one, outputs[best])
 
 
-def test_int8_dots_take_bf16_activations_and_give_bf16():
+def test_integer_dots_take_bf16_activations_and_give_bf16():
     matrix = random_matrix("int8", 64, 128, seed=3)
     x = torch.randn(3, 128).to(torch.bfloat16)
-    want = matrix.matmul(x.float(), int8_dots=True)
-    assert torch.equal(matrix.matmul(x, int8_dots=True), want.to(torch.bfloat16))
+    for digits in (1, 2):
+        want = matrix.matmul(x.float(), x_digits=digits)
+        assert torch.equal(matrix.matmul(x, x_digits=digits), want.to(torch.bfloat16))
+
+
+def test_bad_activation_digits_are_refused():
+    matrix = random_matrix("int8", 8, 64)
+    with pytest.raises(ValueError, match=r"x_digits must be 0 \(exact\), 1 \(int8\) or 2"):
+        matrix.matmul(torch.randn(1, 64), x_digits=3)
+    with pytest.raises(ValueError, match="digits must be 1 or 2"):
+        kernels.quantize_activations(torch.randn(1, 64), 0)
 
 
 def test_bad_activations_for_quantization_are_refused():

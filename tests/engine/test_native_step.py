@@ -134,6 +134,20 @@ def test_int8_dots_step_mostly_predicts_what_the_exact_step_does(exact_engine, i
     assert len(tokens) == 3 and len(int8_logits) == 8
 
 
+def test_int8x2_dots_step_decodes_the_exact_steps_tokens(smollm2_auto_mcp, exact_engine):
+    """Two int8 digits per block (15-bit activations, the head included): the exact step's
+    greedy tokens over a batched generation, and logits within a small fraction of a nat."""
+    engine = load(smollm2_auto_mcp, "int8x2")
+    assert engine.plan.decode_dots == "int8x2" and engine.precision.endswith("/ int8x2 dots / native step")
+    assert engine.model.lm_head.x_digits == 2 and engine.model.layers[0].mlp.down_proj.x_digits == 2
+    prompts = [exact_engine.tokenizer.encode(text) for text in TEXTS]
+    exact_tokens, exact_logits = generate(runners(exact_engine)[0], prompts, TABLES, 8)
+    tokens, logits = generate(runners(engine)[0], prompts, TABLES, 8)
+    assert tokens == exact_tokens
+    difference = max((a - b).abs().max().item() for a, b in zip(logits, exact_logits))
+    assert 0 < difference < 0.05
+
+
 def test_a_step_with_a_prefill_chunk_runs_the_torch_modules(exact_engine):
     native, _ = runners(exact_engine)
     calls = []

@@ -173,5 +173,5 @@ def test_the_native_step_needs_every_matrix_native():
 
 
 def test_unknown_decode_dots_are_refused():
-    with pytest.raises(ConfigError, match="decode_dots must be one of auto, int8, exact"):
+    with pytest.raises(ConfigError, match="decode_dots must be one of auto, int8, int8x2, exact"):
         resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE, decode_dots="int4")

@@ -100,3 +100,44 @@ def test_steps_give_token_ids_and_logprobs_then_the_result(model):
     assert "".join(step.text for step in steps) == stream.result.text
     assert all(len(step.top_logprobs) == 2 and step.top_logprobs[0][0] == step.token_id for step in steps)
     assert list(stream.steps()) == []  # read once
+
+
+async def _read_async(stream) -> list:
+    return [step async for step in stream.asteps()]
+
+
+def test_async_steps_match_the_blocking_ones_for_concurrent_readers(model):
+    # Three requests read on one event loop, no thread per reader: each gets exactly the tokens
+    # the blocking reader gets for the same greedy request, then its result.
+    import asyncio
+
+    prompts = [PROMPT, "Name three colours.", "Count to ten:"]
+    expected = [list(model.stream(p, max_tokens=12, temperature=0.0, ignore_eos=True).steps()) for p in prompts]
+    streams = [model.stream(p, max_tokens=12, temperature=0.0, ignore_eos=True) for p in prompts]
+
+    async def read_all():
+        return await asyncio.gather(*(_read_async(s) for s in streams))
+
+    got = asyncio.run(read_all())
+    for stream, steps, want in zip(streams, got, expected):
+        assert [s.token_id for s in steps] == [s.token_id for s in want]
+        assert stream.result is not None and stream.result.token_ids == tuple(s.token_id for s in want)
+        assert stream.result.finish_reason == "length"
+
+
+def test_a_cancel_ends_async_steps_and_frees_the_blocks(model, endings):
+    import asyncio
+
+    stream = model.stream(PROMPT, **LONG)
+
+    async def read_three_then_cancel():
+        steps = []
+        async for step in stream.asteps():
+            steps.append(step)
+            if len(steps) == 3:
+                stream.cancel()
+        return steps
+
+    steps = asyncio.run(read_three_then_cancel())
+    assert 3 <= len(steps) < 300 and stream.result.finish_reason == "cancelled"
+    assert _idle(model)

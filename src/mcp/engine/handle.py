@@ -2,14 +2,16 @@
 
 The loop pushes each generated token's ``StepOutput`` onto the request's own queue and, at
 the end, one ``RequestOutcome``. ``RequestHandle`` iterates the StepOutputs (blocking on the
-queue), raises the outcome's error if the request failed, and can cancel the request.
+queue, or awaiting them from an asyncio event loop), raises the outcome's error if the
+request failed, and can cancel the request.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import queue
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
 from mcp.engine.hooks import RequestTimings
@@ -68,10 +70,14 @@ class RequestHandle(Iterator[StepOutput]):
         self._queue: queue.SimpleQueue[StepOutput | RequestOutcome] = queue.SimpleQueue()
         self._cancel = cancel
         self._outcome: RequestOutcome | None = None
+        self._wake: Callable[[], None] | None = None  # set while an asyncio reader awaits
 
     # -- the loop's side ------------------------------------------------------------------
     def _push(self, item: StepOutput | RequestOutcome) -> None:
         self._queue.put(item)
+        wake = self._wake
+        if wake is not None:
+            wake()
 
     # -- the submitter's side -------------------------------------------------------------
     @property
@@ -92,6 +98,43 @@ class RequestHandle(Iterator[StepOutput]):
             return self._end()
         self.outputs.append(item)
         return item
+
+    async def aiter_steps(self) -> AsyncIterator[StepOutput]:
+        """The StepOutputs, awaited on the running asyncio loop, as ``__next__`` gives them.
+
+        No thread waits on the queue: the engine loop wakes this reader through the event
+        loop (one ``call_soon_threadsafe`` per token), and each wake-up drains every output
+        queued by then, so a server streaming many requests spends no thread hop per token.
+        """
+        loop = asyncio.get_running_loop()
+        ready = asyncio.Event()
+
+        def wake() -> None:  # runs on the engine loop's thread: must never raise there
+            try:
+                loop.call_soon_threadsafe(ready.set)
+            except RuntimeError:
+                pass  # the reader's event loop has closed; nobody is left to wake
+
+        self._wake = wake
+        try:
+            while self._outcome is None:
+                ready.clear()  # before draining: a push after the drain sets it again
+                while True:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if isinstance(item, RequestOutcome):
+                        self._outcome = item
+                        break
+                    self.outputs.append(item)
+                    yield item
+                if self._outcome is None:
+                    await ready.wait()
+        finally:
+            self._wake = None
+        if self._outcome.error is not None:
+            raise self._outcome.error
 
     def _end(self) -> StepOutput:
         assert self._outcome is not None

@@ -47,8 +47,11 @@ NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
 # weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32
 # and multiplies in integer SIMD (llama.cpp's way: ~1.5x faster layer kernels, but top-1
 # agreement with fp32 drops from 100% to ~92% and a sequence's tokens then depend on what
-# shares its steps; see RESULTS.md), the sensitive output head excepted.
-DECODE_DOTS = ("auto", "int8", "exact")
+# shares its steps; see RESULTS.md), the sensitive output head excepted; "int8x2" writes each
+# block as two int8 digits (15 bits) and multiplies both, the head included.
+DECODE_DOTS = ("auto", "int8", "int8x2", "exact")
+# The activation digits of each: what the kernels take (mcp.engine.kernels, x_digits).
+DOT_DIGITS = {"exact": 0, "int8": 1, "int8x2": 2}
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ class ResolvedPlan:
     activations: str
     hardware: str
     decode_max_rows: int = DECODE_MAX_ROWS  # calls of more rows run the prefill kernel
-    decode_dots: str = "exact"  # native decode kernels: "int8" (quantized activations) or "exact"
+    decode_dots: str = "exact"  # native decode kernels: "exact", "int8" or "int8x2" (DECODE_DOTS)
     decode_step: str = "torch"  # "native": a decode step is one C++ call (models/llama_step.py)
 
     @property
@@ -126,7 +129,7 @@ class ResolvedPlan:
         """One line: decode kernels with counts, activations; e.g. 'int4pack×210 dense-bf16×1 / bf16'."""
         counts = Counter(plan.decode for plan in self.by_tensor.values())
         kernels = " ".join(f"{kernel}×{n}" for kernel, n in counts.most_common())
-        extras = ([" / int8 dots"] if self.decode_dots == "int8" else []) + \
+        extras = ([f" / {self.decode_dots} dots"] if self.decode_dots != "exact" else []) + \
             ([" / native step"] if self.decode_step == "native" else [])
         return f"{kernels} / act {self.activations}{''.join(extras)}"
 

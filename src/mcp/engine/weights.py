@@ -14,7 +14,7 @@ import torch
 from mcp.engine.kernels import QuantMatrix
 from mcp.engine.layers.embedding import Embedding
 from mcp.engine.layers.linear import Int4Linear, Int8Linear, Linear, NativeLinear
-from mcp.engine.precision import NATIVE_KERNELS, SENSITIVE, TORCH_DTYPES, ResolvedPlan
+from mcp.engine.precision import DOT_DIGITS, NATIVE_KERNELS, SENSITIVE, TORCH_DTYPES, ResolvedPlan
 from mcp.engine.quant import int4pack, int8
 from mcp.engine.quant.dequant import dequantize
 from mcp.modelfile.reader import ModelFile
@@ -67,9 +67,10 @@ class ModelWeights:
         options = {"bias": bias, "prefill_dtype": TORCH_DTYPES[plan.prefill.removeprefix("dense-")],
                    "cache_dense": self._cache_prefill, "decode_max_rows": self._plan.decode_max_rows}
         if plan.decode in NATIVE_KERNELS:
-            # the output head keeps exact dots: sensitive, and memory-bound (int8 dots gain ~5% there)
-            int8_dots = self._plan.decode_dots == "int8" and name not in SENSITIVE
-            return NativeLinear(self._quant_matrix(self._specs[name]), int8_dots=int8_dots, **options)
+            # int8 dots leave the sensitive output head exact; two digits are fine enough for it
+            dots = self._plan.decode_dots
+            x_digits = DOT_DIGITS["exact" if dots == "int8" and name in SENSITIVE else dots]
+            return NativeLinear(self._quant_matrix(self._specs[name]), x_digits=x_digits, **options)
         if plan.decode == "int8pack":
             codes, scales = int8.quantize(self._dense_value(self._specs[name], torch.float32))
             return Int8Linear(codes, scales, **options)

@@ -8,7 +8,6 @@ parsed here first, so a foreign, truncated or inconsistent file gets a precise
 from __future__ import annotations
 
 import hashlib
-import json
 import mmap
 import os
 import struct
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import torch
 from safetensors import SafetensorError, safe_open
 
@@ -157,9 +157,11 @@ def _read_prefix(path: Path) -> _Prefix:
 
 
 def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
+    # orjson: the header carries the tokenizer (~3 MB for a 49k vocabulary); the stdlib parser
+    # spends ~12 ms on it, a fifth of a warm model load (a hot swap's load-to-ready).
     try:
-        entries = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        entries = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:  # also invalid UTF-8
         raise ModelFormatError(
             f"{path}: not a readable .mcp file: its safetensors header is not valid JSON ({exc}); "
             "the file is corrupt or of another format"

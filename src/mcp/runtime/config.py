@@ -32,7 +32,7 @@ class RuntimeSection(_Strict):
     precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] = "auto"
     precision_overrides: dict[str, Literal["auto", "fp32", "bf16", "f16", "int4", "int8"]] = {}
     cache_prefill_weights: bool = False
-    decode_dots: Literal["auto", "int8", "exact"] = "auto"
+    decode_dots: Literal["auto", "int8", "int8x2", "exact"] = "auto"
     native_step: bool = True
     max_context: int | Literal["auto"] = "auto"
     verify_models: bool = False
@@ -111,7 +111,7 @@ class RuntimeConfig:
     precision: str = "auto"
     precision_overrides: tuple[tuple[str, str], ...] = ()  # (fnmatch pattern, precision), first wins
     cache_prefill_weights: bool = False
-    decode_dots: str = "auto"  # native decode kernels: auto | int8 | exact (see engine/precision.py)
+    decode_dots: str = "auto"  # native decode kernels: auto | exact | int8 | int8x2 (see engine/precision.py)
     native_step: bool = True  # decode steps as one C++ call where the plan allows
     max_context: int | None = None
     verify_models: bool = False

@@ -68,6 +68,11 @@ class GovernanceSection(_Strict):
     otlp_endpoint: str | None = None  # e.g. http://collector:4318/v1/traces; None: no traces exported
 
 
+class GrpcSection(_Strict):
+    enabled: bool = False  # off unless asked: a fixed default port would collide between servers
+    port: int = pydantic.Field(50051, ge=0, le=65535)  # 0: any free port (logged at start)
+
+
 class ServingSection(_Strict):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8000, ge=0, le=65535)
@@ -78,6 +83,7 @@ class ServingSection(_Strict):
     timeouts: TimeoutsSection = TimeoutsSection()
     tenants: list[TenantSection] = []
     governance: GovernanceSection | None = None  # absent: no guardrails, audit or traces
+    grpc: GrpcSection = GrpcSection()
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,7 @@ class ServingConfig:
     shutdown_drain_s: float = 30.0
     tenants: tuple[Tenant, ...] = field(default_factory=tuple)
     governance: GovernanceConfig | None = None
+    grpc_port: int | None = None  # the gRPC API's port on the same host; None: no gRPC server
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -149,7 +156,8 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         host=section.host, port=section.port, service_name=section.service_name,
         default_model=section.default_model, models=models, limits=Limits(**section.limits.model_dump()),
         request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
-        tenants=tenants, governance=_governance(section.governance, source),
+        tenants=tenants, grpc_port=section.grpc.port if section.grpc.enabled else None,
+        governance=_governance(section.governance, source),
     )
 
 

@@ -7,7 +7,7 @@ does, closes it too) and gives the ``InferResult`` once read to its end (``resul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 from mcp.engine.handle import RequestHandle
 from mcp.engine.sequence import StepOutput
@@ -54,6 +54,15 @@ class TextStream(Iterator[str]):
         if self._closed or self._result is not None:
             return
         yield from self._handle  # raises the request's error, if it failed
+        self._result = self._finish(self._handle)
+
+    async def asteps(self) -> AsyncIterator[StepOutput]:
+        """``steps()`` for asyncio code: awaits each StepOutput on the running event loop
+        without a thread per reader (see ``RequestHandle.aiter_steps``)."""
+        if self._closed or self._result is not None:
+            return
+        async for step in self._handle.aiter_steps():  # raises the request's error, if it failed
+            yield step
         self._result = self._finish(self._handle)
 
     def cancel(self) -> None:

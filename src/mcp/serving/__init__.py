@@ -1,2 +1,2 @@
-"""Serving: the OpenAI-compatible HTTP API (``serving.http``), the model host shared with the
-future gRPC service, the error mapping, metrics, the health probe and tenants (docs/api.md)."""
+"""Serving: the OpenAI-compatible HTTP API (``serving.http``), the gRPC API (``serving.grpc``), the
+model host they share, the error mapping, metrics, the health probe and tenants (docs/api.md)."""

@@ -22,7 +22,7 @@ from mcp.runtime.result import InferResult
 from mcp.runtime.stream import TextStream
 from mcp.serving.host import ModelVersion
 
-# Threads that wait on engine queues: one per token read in flight, never the event loop.
+# Worker threads that submit requests (tokenizing and admission), never the event loop.
 _READERS = anyio.CapacityLimiter(1024)
 _END = object()
 
@@ -114,9 +114,8 @@ def _choice_options(options: dict[str, Any], j: int) -> dict[str, Any]:
 
 
 async def _choice_events(index: int, stream: TextStream) -> AsyncIterator[ChoiceEvent]:
-    steps = stream.steps()
     emitted = 0
-    while (step := await anyio.to_thread.run_sync(next, steps, _END, limiter=_READERS)) is not _END:
+    async for step in stream.asteps():
         emitted += len(step.text)
         yield ChoiceEvent(index, step.text, step=step)
     result = stream.result

@@ -1,7 +1,9 @@
-"""``mcp2026 serve``: load the configured models, then serve HTTP with uvicorn until SIGTERM.
+"""``mcp2026 serve``: load the configured models, then serve HTTP with uvicorn (and, with
+``serving.grpc.enabled``, the gRPC API on the same event loop and state) until SIGTERM.
 
-SIGTERM (or Ctrl-C) stops accepting connections, turns ``/ready`` to 503, lets in-flight
-requests finish for up to ``serving.timeouts.shutdown_drain_s`` seconds, then unloads.
+SIGTERM (or Ctrl-C) stops accepting connections, turns ``/ready`` to 503 and gRPC health to
+NOT_SERVING, lets in-flight requests of both APIs finish for up to
+``serving.timeouts.shutdown_drain_s`` seconds, then unloads.
 With no tenant keys configured the server runs open and binds 127.0.0.1 whatever the host.
 """
 
@@ -17,6 +19,7 @@ from mcp.runtime.config import RuntimeConfig
 from mcp.runtime.errors import ConfigError
 from mcp.runtime.serving_config import ServedModel, ServingConfig
 from mcp.runtime.session import Session
+from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost
 from mcp.serving.http.app import ServerState, create_app
 from mcp.serving.tenants import TenantDirectory
@@ -42,9 +45,10 @@ def serve(config: RuntimeConfig, host: str | None = None, port: int | None = Non
             for spec in models:
                 loaded = model_host.load(spec)
                 logger.info("model %s ready in %.3f s (%s)", loaded.key, loaded.load_to_ready_s, spec.source)
+            grpc_server = None if serving.grpc_port is None else GrpcServer(state, serving.host, serving.grpc_port)
             server = _DrainingServer(state, uvicorn.Config(
                 create_app(state), host=serving.host, port=serving.port, log_level="info",
-                timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False))
+                timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False), grpc_server)
             _quiet_after_drain()
             server.run()
         finally:
@@ -77,17 +81,32 @@ def _bind_address(serving: ServingConfig, host: str | None, port: int | None) ->
 
 
 class _DrainingServer(uvicorn.Server):
-    """uvicorn's server, telling the app it drains as soon as a signal arrives."""
+    """uvicorn's server, telling the app (and the gRPC server) it drains as soon as a signal arrives."""
 
-    def __init__(self, state: ServerState, config: uvicorn.Config) -> None:
+    def __init__(self, state: ServerState, config: uvicorn.Config, grpc_server: GrpcServer | None) -> None:
         super().__init__(config)
         self._state = state
+        self._grpc = grpc_server
+
+    async def serve(self, sockets=None) -> None:
+        """The gRPC server runs for as long as uvicorn does; both drain at once (handle_exit)."""
+        if self._grpc is not None:
+            port = await self._grpc.start()
+            logger.info("gRPC API (mcp.v1.InferenceService, health, reflection) on %s:%d",
+                        self._state.config.serving.host, port)
+        try:
+            await super().serve(sockets)
+        finally:
+            if self._grpc is not None:
+                await self._grpc.stop()
 
     def handle_exit(self, sig, frame) -> None:
         if not self._state.draining:
             logger.info("signal %s: draining in-flight requests (up to %.0f s), then stopping", sig,
                         self._state.config.serving.shutdown_drain_s)
         self._state.draining = True
+        if self._grpc is not None:
+            self._grpc.begin_drain()
         super().handle_exit(sig, frame)
 
 

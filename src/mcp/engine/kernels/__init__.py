@@ -10,12 +10,14 @@ of scales to read per token, the same values.
 ``W.matmul(x)`` computes x @ W.T for x [..., K] in fp32 or bf16, with the weights
 dequantized in registers exactly as ``W.dequantize()`` gives them and fp32 sums; it reads
 the quantized bytes once per call however many rows x has, which is what decode needs.
-``W.matmul(x, int8_dots=True)`` first quantizes each row of x to int8 blocks of 32
+``W.matmul(x, x_digits=1)`` first quantizes each row of x to int8 blocks of 32
 (``quantize_activations``: scale max|x|/127, round half to even, as llama.cpp's Q8_0) and
 multiplies the codes in integer SIMD (AVX2 ``maddubs``/``madd``), one fp32 multiply-add per
 block; the int4 offsets meet the exact fp32 block sums of x. Each output then differs from
 the exact product by at most sum over blocks of |scale_g| * (d_g / 2) * sum |q_g| (d_g the
-block's activation scale), plus fp32 rounding.
+block's activation scale), plus fp32 rounding. ``x_digits=2`` writes each block as two int8
+digits, x ~ d * (128 * q1 + q2) (15 bits: d is 128 times finer, so is the bound), and sums
+128 * (q . q1) + q . q2 in int32: twice the integer products, still one fp32 multiply-add.
 
 The C++ (``csrc/``) is built by ``pip install`` as ``mcp.engine.kernels._cpu``, with an
 AVX-512, an AVX2 and a plain C++ build of each kernel chosen at run time, and splits the
@@ -60,15 +62,18 @@ def set_isa(name: str) -> None:
                          f"(best here: run the default); choose avx512, avx2 or scalar")
 
 
-def quantize_activations(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """fp32 rows x [M, K] -> int8 codes [M, K] and scales [M, K/32] as ``int8_dots`` makes them."""
+def quantize_activations(x: torch.Tensor, digits: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 rows x [M, K] -> int8 digit planes [digits, M, K] and scales [M, K/32] as the
+    integer dots make them: x ~ scale * q1 (one digit) or scale * (128 * q1 + q2) (two)."""
     if x.dtype != torch.float32 or x.dim() != 2 or x.shape[1] % GROUP_SIZE or not x.is_cpu:
         raise ValueError(f"x must be a CPU float32 tensor [M, K], K a multiple of {GROUP_SIZE}; "
                          f"got {x.dtype} {list(x.shape)}")
+    if digits not in (1, 2):
+        raise ValueError(f"digits must be 1 or 2, got {digits!r}")
     x = x.contiguous()
-    codes = torch.empty(x.shape, dtype=torch.int8)
+    codes = torch.empty(digits, *x.shape, dtype=torch.int8)
     scales = torch.empty(x.shape[0], x.shape[1] // GROUP_SIZE, dtype=torch.float32)
-    _require().quantize(x.data_ptr(), x.shape[0], x.shape[1], codes.data_ptr(), scales.data_ptr())
+    _require().quantize(x.data_ptr(), x.shape[0], x.shape[1], digits, codes.data_ptr(), scales.data_ptr())
     return codes, scales
 
 
@@ -112,9 +117,10 @@ class QuantMatrix:
     def out_features(self) -> int:
         return self.codes.shape[0]
 
-    def matmul(self, x: torch.Tensor, out_dtype: torch.dtype | None = None, int8_dots: bool = False) -> torch.Tensor:
+    def matmul(self, x: torch.Tensor, out_dtype: torch.dtype | None = None, x_digits: int = 0) -> torch.Tensor:
         """x [..., K] fp32 or bf16 -> x @ W.T [..., N] in ``out_dtype`` (default x's dtype);
-        ``int8_dots``: x quantized to int8 blocks and integer products (see the module doc)."""
+        ``x_digits`` 1 or 2: x quantized to that many int8 digits per block and integer
+        products, 0: exact fp32 products (see the module doc)."""
         n, k = self.shape
         if x.dtype not in _OUT_DTYPES or x.shape[-1] != k or not x.is_cpu:
             raise ValueError(f"x must be a CPU float32/bfloat16 tensor [..., {k}], got {x.dtype} {list(x.shape)}")
@@ -125,7 +131,7 @@ class QuantMatrix:
         codes, qparams, qparams_f16 = self._call_args
         _cpu.matmul(_KINDS[self.kind], x.data_ptr(), x.dtype == torch.bfloat16, x.numel() // k, k, n,
                     codes, qparams, qparams_f16, out.data_ptr(), out_dtype == torch.bfloat16, torch.get_num_threads(),
-                    int8_dots)
+                    x_digits)
         return out
 
     def dequantize(self, dtype: torch.dtype = torch.float32) -> torch.Tensor:

@@ -79,14 +79,15 @@ class PackedLinear(torch.nn.Module, abc.ABC):
 class NativeLinear(PackedLinear):
     """A grouped int4 or int8 weight (``QuantMatrix``) on the native kernels: the decode
     path takes fp32 or bf16 activations as they are and returns them in the same dtype,
-    with exact fp32 products or, ``int8_dots``, activations quantized to int8 blocks."""
+    with exact fp32 products or, ``x_digits`` 1 or 2, activations quantized to that many int8
+    digits per block and integer products (``QuantMatrix.matmul``)."""
 
     def __init__(self, matrix: QuantMatrix, bias: torch.Tensor | None, prefill_dtype: torch.dtype,
-                 cache_dense: bool, decode_max_rows: int, int8_dots: bool = False) -> None:
+                 cache_dense: bool, decode_max_rows: int, x_digits: int = 0) -> None:
         n, k = matrix.shape
         super().__init__(n, k, bias, prefill_dtype, decode_max_rows)
         self.matrix = matrix
-        self.int8_dots = int8_dots
+        self.x_digits = x_digits
         # registered so that module introspection (buffers(), memory accounting) sees them
         self.register_buffer("codes", matrix.codes, persistent=False)
         self.register_buffer("qparams", matrix.qparams, persistent=False)
@@ -95,11 +96,11 @@ class NativeLinear(PackedLinear):
 
     @classmethod
     def fuse(cls, parts: Sequence[NativeLinear]) -> NativeLinear:
-        return cls(QuantMatrix.concat([p.matrix for p in parts]), int8_dots=parts[0].int8_dots,
+        return cls(QuantMatrix.concat([p.matrix for p in parts]), x_digits=parts[0].x_digits,
                    **parts[0]._fused_options(parts))
 
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
-        return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), int8_dots=self.int8_dots)
+        return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), x_digits=self.x_digits)
 
     def dense_weight(self) -> torch.Tensor:
         if self.prefill_dtype in _NATIVE_DTYPES:

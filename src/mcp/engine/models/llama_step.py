@@ -34,7 +34,7 @@ class NativeDecodeStep:
             raise ValueError(f"the native decode step cannot run this model: {problem}")
         self.model, self.storage = model, storage  # keep every tensor the tables point into alive
         arch = model.arch
-        self.int8_dots = _native(model.layers[0].self_attn.o_proj).int8_dots
+        self.x_digits = _native(model.layers[0].self_attn.o_proj).x_digits
         self._layers = torch.tensor([_layer_row(layer, cache) for layer, cache in zip(model.layers, storage.layers)],
                                     dtype=torch.int64)  # [L, 29]
         rotary = model.rotary
@@ -62,7 +62,7 @@ class NativeDecodeStep:
         table = torch.tensor([list(t) + [-1] * (width - len(t)) for t in tables], dtype=torch.int64)  # [M, blocks]
         where = torch.tensor(list(positions), dtype=torch.int64)  # [M]
         kernels._cpu.decode_step(self._layers.data_ptr(), len(self.model.layers), self._dims.data_ptr(), self._eps,
-                                 x.data_ptr(), rows, where.data_ptr(), table.data_ptr(), width, self.int8_dots,
+                                 x.data_ptr(), rows, where.data_ptr(), table.data_ptr(), width, self.x_digits,
                                  torch.get_num_threads())
         return x
 
@@ -84,8 +84,8 @@ def unsupported(model: LlamaForCausalLM, storage: PagedKVStorage) -> str:
                 return f"layer {index} {name} does not run the native kernels"
             if linear.bias is not None and name != "qkv":
                 return f"layer {index} {name} has a bias"
-    dots = {_native(m).int8_dots for layer in model.layers for m in (layer.self_attn.qkv_proj, layer.mlp.down_proj)}
-    return "" if len(dots) == 1 else "the layers mix int8 and exact dots"
+    dots = {_native(m).x_digits for layer in model.layers for m in (layer.self_attn.qkv_proj, layer.mlp.down_proj)}
+    return "" if len(dots) == 1 else "the layers mix dots of different activation digits"
 
 
 def _native(module: torch.nn.Module) -> NativeLinear | None:

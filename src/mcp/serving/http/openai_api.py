@@ -43,8 +43,13 @@ if TYPE_CHECKING:
 router = APIRouter(tags=["openai"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": s.ErrorResponse} for code in (400, 401, 403, 404, 413, 429, 500)}
-STREAM = {"text/event-stream": {"schema": {"type": "string", "description": "data: {chunk JSON} events, "
-                                                                          "then data: [DONE]"}}}
+# One server-sent event, the way OpenAPI 3.2 describes `text/event-stream` (3.0/3.1 tools read
+# `schema` as the schema of each parsed event): `data` is a chunk's JSON, the last one `[DONE]`.
+STREAM = {"text/event-stream": {"schema": {
+    "type": "object", "required": ["data"],
+    "properties": {"data": {"type": "string", "contentMediaType": "application/json",
+                            "description": "a completion chunk as JSON; the stream ends with data: [DONE]"},
+                   "event": {"type": "string"}, "id": {"type": "string"}, "retry": {"type": "integer"}}}}}
 
 
 @router.get("/v1/models", response_model=s.ModelList, responses=ERRORS)

@@ -28,9 +28,9 @@ struct Scratch {
 };
 
 // out[M, N] = x[M, K] @ W.T (+ bias)
-void project(const MatrixRef& w, const float* x, int64_t M, float* out, const float* bias, bool int8_dots,
+void project(const MatrixRef& w, const float* x, int64_t M, float* out, const float* bias, int x_digits,
              int num_threads) {
-  MatmulArgs a{w.kind, x, M, w.K, w.N, nullptr, w.codes, w.qparams, w.qparams_f16, out, false, int8_dots};
+  MatmulArgs a{w.kind, x, M, w.K, w.N, nullptr, w.codes, w.qparams, w.qparams_f16, out, false, x_digits};
   matmul(a, num_threads);
   if (bias != nullptr)
     for (int64_t m = 0; m < M; ++m) axpy_f32(1.0f, bias, out + m * w.N, w.N);
@@ -126,18 +126,18 @@ void add_rows(float* x, const float* y, int64_t n) {
 }
 
 void run_layer(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s, int64_t max_len,
-               bool int8_dots, int num_threads) {
+               int x_digits, int num_threads) {
   const int64_t M = rows.M;
   rms_norm(rows.x, layer.input_norm, M, d.hidden, d.eps, s.normed.data());
-  project(layer.qkv, s.normed.data(), M, s.qkv.data(), layer.qkv_bias, int8_dots, num_threads);
+  project(layer.qkv, s.normed.data(), M, s.qkv.data(), layer.qkv_bias, x_digits, num_threads);
   rope_and_write(d, layer, rows, s.qkv.data());
   attention(d, layer, rows, s, max_len, num_threads);
-  project(layer.o, s.attn.data(), M, s.proj.data(), nullptr, int8_dots, num_threads);
+  project(layer.o, s.attn.data(), M, s.proj.data(), nullptr, x_digits, num_threads);
   add_rows(rows.x, s.proj.data(), M * d.hidden);
   rms_norm(rows.x, layer.post_norm, M, d.hidden, d.eps, s.normed.data());
-  project(layer.gate_up, s.normed.data(), M, s.gate_up.data(), nullptr, int8_dots, num_threads);
+  project(layer.gate_up, s.normed.data(), M, s.gate_up.data(), nullptr, x_digits, num_threads);
   swiglu(s.gate_up.data(), M, d.intermediate, s.act.data());
-  project(layer.down, s.act.data(), M, s.proj.data(), nullptr, int8_dots, num_threads);
+  project(layer.down, s.act.data(), M, s.proj.data(), nullptr, x_digits, num_threads);
   add_rows(rows.x, s.proj.data(), M * d.hidden);
 }
 
@@ -188,12 +188,12 @@ std::string check_step(const ModelDims& d, const LayerRef* layers, int64_t num_l
 }
 
 void decode_step(const ModelDims& d, const LayerRef* layers, int64_t num_layers, const StepRows& rows,
-                 bool int8_dots, int num_threads) {
+                 int x_digits, int num_threads) {
   static thread_local Scratch scratch;
   int64_t max_len = 1;
   for (int64_t m = 0; m < rows.M; ++m) max_len = std::max(max_len, rows.positions[m] + 1);
   scratch.fit(d, rows.M, max_len);
-  for (int64_t i = 0; i < num_layers; ++i) run_layer(d, layers[i], rows, scratch, max_len, int8_dots, num_threads);
+  for (int64_t i = 0; i < num_layers; ++i) run_layer(d, layers[i], rows, scratch, max_len, x_digits, num_threads);
   rms_norm(rows.x, d.final_norm, rows.M, d.hidden, d.eps, scratch.normed.data());
   std::copy(scratch.normed.begin(), scratch.normed.begin() + rows.M * d.hidden, rows.x);
 }

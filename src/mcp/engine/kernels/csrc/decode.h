@@ -48,6 +48,6 @@ struct StepRows {
 // "" if the step can run, else what is wrong (the Python wrapper raises it as ValueError).
 std::string check_step(const ModelDims& dims, const LayerRef* layers, int64_t num_layers, const StepRows& rows);
 void decode_step(const ModelDims& dims, const LayerRef* layers, int64_t num_layers, const StepRows& rows,
-                 bool int8_dots, int num_threads);
+                 int x_digits, int num_threads);
 
 }  // namespace mcp_kernels

@@ -105,7 +105,7 @@ struct Isa {
 struct IntOps {
   using WB = __m256i;
   using XB = __m256i;
-  using Dot = __m256;
+  using IDot = __m256i;
   using Acc = __m256;
   static constexpr int kRowTile1 = 4;
   static constexpr int kRowTileN = 2;
@@ -118,13 +118,14 @@ struct IntOps {
   }
   static WB int8_weights(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static XB x_codes(const int8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static Dot dot_u4(WB w, XB x) {
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+  static IDot idot_u4(WB w, XB x) { return _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)); }
+  static IDot idot_s8(WB w, XB x) {  // |w| times x with w's sign: the same products, unsigned left
+    return idot_u4(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
   }
-  static Dot dot_s8(WB w, XB x) {  // |w| times x with w's sign: the same products, unsigned left
-    return dot_u4(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
+  static IDot combine(IDot high, IDot low) { return _mm256_add_epi32(_mm256_slli_epi32(high, 7), low); }
+  static Acc fma(float scale, IDot dot, Acc acc) {
+    return _mm256_fmadd_ps(_mm256_set1_ps(scale), _mm256_cvtepi32_ps(dot), acc);
   }
-  static Acc fma(float scale, Dot dot, Acc acc) { return _mm256_fmadd_ps(_mm256_set1_ps(scale), dot, acc); }
   static float hsum(Acc v) { return Isa::hsum(v); }
 };
 #include "qdot.inc"
@@ -166,7 +167,7 @@ struct IntOps {
   };
   using WB = Bytes;
   using XB = const int8_t*;
-  using Dot = float;
+  using IDot = int32_t;
   using Acc = float;
   static constexpr int kRowTile1 = 4;
   static constexpr int kRowTileN = 2;
@@ -186,13 +187,14 @@ struct IntOps {
     return w;
   }
   static XB x_codes(const int8_t* p) { return p; }
-  static Dot dot_u4(const WB& w, XB x) {
+  static IDot idot_u4(const WB& w, XB x) {
     int32_t total = 0;
     for (int j = 0; j < kGroup; ++j) total += static_cast<int32_t>(w.v[j]) * x[j];
-    return static_cast<float>(total);
+    return total;
   }
-  static Dot dot_s8(const WB& w, XB x) { return dot_u4(w, x); }
-  static Acc fma(float scale, Dot dot, Acc acc) { return acc + scale * dot; }
+  static IDot idot_s8(const WB& w, XB x) { return idot_u4(w, x); }
+  static IDot combine(IDot high, IDot low) { return high * 128 + low; }
+  static Acc fma(float scale, IDot dot, Acc acc) { return acc + scale * static_cast<float>(dot); }
   static float hsum(Acc v) { return v; }
 };
 #include "qdot.inc"
@@ -302,17 +304,28 @@ bool set_isa(const char* name) {
   return true;
 }
 
-void quantize_rows(const float* x, int64_t M, int64_t K, int8_t* q, float* d) {
+// Rows of x to int8 digits per block of 32, written as digit planes q [digits, M, K].
+// One digit: d = max|x| / 127, q1 = round(x / d) (half to even), as llama.cpp's Q8_0.
+// Two: the same q1, then the remainder x - q1 * (max|x| / 127), at most half that step, in
+// steps 128 times finer: d = max|x| / (127 * 128), q2 = round(remainder / d) in -64..64, and
+// x ~ d * (128 * q1 + q2) to within d / 2 (15 bits, 128 times finer than one digit).
+void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, float* d) {
+  const int64_t plane = M * K;
   for (int64_t i = 0; i < M * (K / kGroup); ++i) {
     const float* group = x + i * kGroup;
     float amax = 0.0f;
     for (int j = 0; j < kGroup; ++j) amax = std::max(amax, std::fabs(group[j]));
-    const float scale = amax / 127.0f;
-    const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
-    d[i] = scale;
+    const float step = amax / 127.0f;
+    const float inverse = step != 0.0f ? 1.0f / step : 0.0f;
+    d[i] = digits == 2 ? step / 128.0f : step;
+    const float fine_inverse = inverse * 128.0f;
     for (int j = 0; j < kGroup; ++j) {
-      const float value = std::nearbyint(group[j] * inverse);  // the default rounding: half to even
-      q[i * kGroup + j] = static_cast<int8_t>(std::clamp(value, -127.0f, 127.0f));
+      const float high = std::clamp(std::nearbyint(group[j] * inverse), -127.0f, 127.0f);
+      q[i * kGroup + j] = static_cast<int8_t>(high);
+      if (digits == 2) {
+        const float low = std::nearbyint((group[j] - high * step) * fine_inverse);
+        q[plane + i * kGroup + j] = static_cast<int8_t>(std::clamp(low, -127.0f, 127.0f));
+      }
     }
   }
 }
@@ -330,22 +343,22 @@ void matmul(const MatmulArgs& input, int num_threads) {
     sums[i] = total;
   }
   args.x_group_sums = sums.data();
-  if (args.int8_dots) {  // once per call, in the calling thread; every worker reads them
-    xq.resize(static_cast<size_t>(args.M * args.K));
+  if (args.x_digits > 0) {  // once per call, in the calling thread; every worker reads them
+    xq.resize(static_cast<size_t>(args.x_digits * args.M * args.K));
     x_scales.resize(static_cast<size_t>(args.M * num_groups));
-    quantize_rows(args.x, args.M, args.K, xq.data(), x_scales.data());
+    quantize_rows(args.x, args.M, args.K, args.x_digits, xq.data(), x_scales.data());
     args.xq = xq.data();
     args.x_scales = x_scales.data();
   }
   parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) {
-    if (args.int8_dots) {
+    if (args.x_digits > 0) {
       switch (isa) {
 #if defined(__x86_64__)
         // AVX-512 CPUs run the AVX2 integer dots (a VNNI build is future work: untested here)
         case Isa::kAvx512:
-        case Isa::kAvx2: avx2::matmul_int8_dots(args, n0, n1); break;
+        case Isa::kAvx2: avx2::matmul_int_dots(args, n0, n1); break;
 #endif
-        default: scalar::matmul_int8_dots(args, n0, n1);
+        default: scalar::matmul_int_dots(args, n0, n1);
       }
       return;
     }

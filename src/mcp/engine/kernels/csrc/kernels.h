@@ -24,9 +24,11 @@ struct MatmulArgs {
   bool qparams_f16;
   void* out;
   bool out_bf16;
-  // int8 dots: x is quantized to int8 blocks of 32 (xq [M, K], x_scales [M, K/32], filled by
-  // matmul()) and multiplied with the codes in integer arithmetic; else exact fp32 products.
-  bool int8_dots = false;
+  // Integer dots when x_digits > 0: each block of 32 of x is quantized to x_digits int8
+  // digits (xq [x_digits, M, K], x_scales [M, K/32], filled by matmul()), 1: x ~ d * q1 (int8
+  // blocks, llama.cpp's Q8_0 rounding), 2: x ~ d * (128 * q1 + q2) (15 bits, see quantize_rows),
+  // and multiplied with the codes in integer arithmetic; 0: exact fp32 products.
+  int x_digits = 0;
   const int8_t* xq = nullptr;
   const float* x_scales = nullptr;
 };
@@ -104,7 +106,7 @@ bool set_isa(const char* name);
 void matmul(const MatmulArgs& args, int num_threads);
 // x [M, K] -> codes q [M, K] and scales d [M, K/32]: per group d = max|x| / 127 and
 // q = round-half-even(x * (1 / d)), so x ≈ d * q with |x - d * q| <= d / 2 (q = 0 where d = 0).
-void quantize_rows(const float* x, int64_t M, int64_t K, int8_t* q, float* d);
+void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, float* d);
 void dequantize(const DequantArgs& args, int num_threads);
 
 // fn(task) for every task in [0, num_tasks), spread over OpenMP threads (torch's team).

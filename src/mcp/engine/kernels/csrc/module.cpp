@@ -29,13 +29,23 @@ bool read_ints(PyObject* const* args, Py_ssize_t nargs, Py_ssize_t expected, lon
   return true;
 }
 
-// matmul(kind, x, x_bf16, M, K, N, codes, qparams, qparams_f16, out, out_bf16, num_threads, int8_dots)
+// The activation digits of integer dots: 0 (exact fp32 products), 1 or 2.
+bool check_digits(long long digits) {
+  if (digits < 0 || digits > 2) {
+    PyErr_Format(PyExc_ValueError, "x_digits must be 0 (exact), 1 (int8) or 2 (two int8 digits), got %lld", digits);
+    return false;
+  }
+  return true;
+}
+
+// matmul(kind, x, x_bf16, M, K, N, codes, qparams, qparams_f16, out, out_bf16, num_threads, x_digits)
 PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   long long v[13];
   if (!read_ints(args, nargs, 13, v)) return nullptr;
+  if (!check_digits(v[12])) return nullptr;
   MatmulArgs a{static_cast<WeightKind>(v[0]), nullptr, v[3], v[4], v[5], nullptr,
                reinterpret_cast<const void*>(v[6]), reinterpret_cast<const void*>(v[7]), v[8] != 0,
-               reinterpret_cast<void*>(v[9]), v[10] != 0, v[12] != 0};
+               reinterpret_cast<void*>(v[9]), v[10] != 0, static_cast<int>(v[12])};
   const int num_threads = static_cast<int>(v[11]);
   static thread_local std::vector<float> widened;
   Py_BEGIN_ALLOW_THREADS
@@ -65,13 +75,15 @@ PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// quantize(x, M, K, q, d): fp32 rows -> int8 blocks of 32 and their scales (tests read them)
+// quantize(x, M, K, digits, q, d): fp32 rows -> int8 digit planes per block of 32 and their
+// scales, as the integer dots make them (tests read them)
 PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[5];
-  if (!read_ints(args, nargs, 5, v)) return nullptr;
+  long long v[6];
+  if (!read_ints(args, nargs, 6, v)) return nullptr;
+  if (v[3] < 1 || !check_digits(v[3])) return nullptr;
   Py_BEGIN_ALLOW_THREADS
-  mcp_kernels::quantize_rows(reinterpret_cast<const float*>(v[0]), v[1], v[2], reinterpret_cast<int8_t*>(v[3]),
-                             reinterpret_cast<float*>(v[4]));
+  mcp_kernels::quantize_rows(reinterpret_cast<const float*>(v[0]), v[1], v[2], static_cast<int>(v[3]),
+                             reinterpret_cast<int8_t*>(v[4]), reinterpret_cast<float*>(v[5]));
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }
@@ -100,7 +112,7 @@ mcp_kernels::ModelDims read_dims(const long long* f, double eps) {
           reinterpret_cast<const float*>(f[10])};
 }
 
-// decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, int8_dots, num_threads)
+// decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, x_digits, num_threads)
 // The Python wrapper (mcp.engine.models.llama_step) checks the tensors' dtypes and shapes;
 // this checks every index the step will follow (positions, block ids, matrix shapes).
 PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -129,9 +141,10 @@ PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     PyErr_SetString(PyExc_ValueError, problem.c_str());
     return nullptr;
   }
+  if (!check_digits(v[9])) return nullptr;
   const int num_threads = static_cast<int>(v[10]);
   Py_BEGIN_ALLOW_THREADS
-  mcp_kernels::decode_step(dims, layers.data(), v[1], rows, v[9] != 0, num_threads);
+  mcp_kernels::decode_step(dims, layers.data(), v[1], rows, static_cast<int>(v[9]), num_threads);
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }

@@ -1,0 +1,130 @@
+"""``mcp.v1`` messages to the engine's arguments and back, checked against the server's limits.
+
+Checks mirror the HTTP API's (same limits, same wording); a bad field is a FieldError naming
+it as the proto spells it (``sampling.max_tokens``, ``chat.messages[1].role``), which the
+client gets as INVALID_ARGUMENT with the name in ``x-error-param``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from mcp.engine.sequence import StepOutput
+from mcp.runtime.config import RuntimeConfig
+from mcp.runtime.result import InferResult
+from mcp.runtime.serving_config import ServedModel
+from mcp.serving.errors import FieldError
+from mcp.serving.generation import Prompt
+from mcp.serving.grpc._gen import inference_pb2 as pb
+from mcp.serving.grpc.context import RequestContext
+from mcp.serving.host import ModelVersion
+
+Decode = Callable[[int], str]
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+PRECISIONS = ("auto", "fp32", "bf16", "f16", "int4", "int8")
+MAX_TOP_LOGPROBS = 20
+_OPTIONAL_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
+                      "frequency_penalty", "seed")
+_FINISH = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
+           "cancelled": pb.FINISH_REASON_CANCELLED, "deadline": pb.FINISH_REASON_DEADLINE}
+
+
+# -- requests -------------------------------------------------------------------------------
+def prompt_of(request: pb.InferRequest, config: RuntimeConfig) -> Prompt:
+    """The request's raw prompt or conversation, within ``serving.limits.max_prompt_chars``."""
+    kind = request.WhichOneof("input")
+    if kind is None:
+        raise FieldError("the request has no input: set prompt (raw text) or chat (a conversation)", "input")
+    if kind == "prompt":
+        _check_size(len(request.prompt), config, "prompt")
+        return Prompt(text=request.prompt)
+    if not request.chat.messages:
+        raise FieldError("chat.messages is empty; send at least one message", "chat.messages")
+    messages = [_message(m, i) for i, m in enumerate(request.chat.messages)]
+    _check_size(sum(len(m["content"]) for m in messages), config, "chat.messages")
+    return Prompt(messages=messages)
+
+
+def _message(message: pb.ChatMessage, index: int) -> dict[str, str]:
+    role = ROLES.get(message.role)
+    if role is None:
+        raise FieldError(f"chat.messages[{index}].role is {message.role!r}; use one of "
+                         f"{', '.join(ROLES)}", f"chat.messages[{index}].role")
+    return {"role": role, "content": message.content}
+
+
+def _check_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
+    limit = config.serving.limits.max_prompt_chars
+    if num_chars > limit:
+        raise FieldError(f"{param} has {num_chars} characters; this server takes at most {limit} "
+                         "(serving.limits.max_prompt_chars)", param)
+
+
+def options_of(sampling: pb.SamplingParams, context: RequestContext, config: RuntimeConfig) -> dict[str, Any]:
+    """``Model.stream`` options: sampling within the server's limits, plus tenant, class, timeout."""
+    options = {name: getattr(sampling, name) if sampling.HasField(name) else None for name in _OPTIONAL_SAMPLING}
+    options.update(max_tokens=_max_tokens(sampling, config), stop=list(sampling.stop) or None,
+                   logprobs=_logprobs(sampling), tenant=context.caller.tenant.name,
+                   slo_class=context.sla_class, timeout=config.serving.request_timeout_s)
+    if sampling.ignore_eos:
+        options["ignore_eos"] = True
+    return options
+
+
+def _max_tokens(sampling: pb.SamplingParams, config: RuntimeConfig) -> int:
+    limit = config.serving.limits.max_tokens
+    if not sampling.HasField("max_tokens"):
+        return min(config.generation.max_tokens, limit)
+    if sampling.max_tokens < 1:
+        raise FieldError("sampling.max_tokens is 0; ask for at least 1 token", "sampling.max_tokens")
+    if sampling.max_tokens > limit:
+        raise FieldError(f"sampling.max_tokens is {sampling.max_tokens}; this server allows at most {limit}",
+                         "sampling.max_tokens")
+    return sampling.max_tokens
+
+
+def _logprobs(sampling: pb.SamplingParams) -> int | None:
+    if not sampling.HasField("logprobs"):
+        return None
+    if sampling.logprobs > MAX_TOP_LOGPROBS:
+        raise FieldError(f"sampling.logprobs is {sampling.logprobs}; ask for at most {MAX_TOP_LOGPROBS} "
+                         "alternatives per token", "sampling.logprobs")
+    return sampling.logprobs
+
+
+def served_model(request: pb.LoadModelRequest) -> ServedModel:
+    for name in ("name", "source"):
+        if not getattr(request, name):
+            raise FieldError(f"{name} is empty; LoadModel needs the model's name and source", name)
+    if request.precision and request.precision not in PRECISIONS:
+        raise FieldError(f"precision {request.precision!r} is not one of {', '.join(PRECISIONS)}", "precision")
+    return ServedModel(request.name, request.source, request.version or "1", request.precision or None)
+
+
+# -- responses ------------------------------------------------------------------------------
+def finish_reason(result: InferResult) -> pb.FinishReason:
+    return _FINISH[result.finish_reason]
+
+
+def usage(result: InferResult) -> pb.Usage:
+    used = result.usage
+    return pb.Usage(prompt_tokens=used.prompt_tokens, completion_tokens=used.completion_tokens,
+                    total_tokens=used.total_tokens, cached_prompt_tokens=used.cached_tokens)
+
+
+def logprobs(steps: Sequence[StepOutput], decode: Decode) -> list[pb.TokenLogprob]:
+    return [pb.TokenLogprob(token_id=step.token_id, token=decode(step.token_id), logprob=_logprob(step.logprob),
+                            top_logprobs=[pb.TopLogprob(token_id=t, token=decode(t), logprob=lp)
+                                          for t, lp in step.top_logprobs])
+            for step in steps]
+
+
+def _logprob(value: float | None) -> float:
+    return 0.0 if value is None else value
+
+
+def model_version(version: ModelVersion, current: bool, with_source: bool) -> pb.ModelVersion:
+    return pb.ModelVersion(name=version.name, version=version.version, current=current,
+                           in_flight=version.in_flight, load_to_ready_s=version.load_to_ready_s,
+                           loaded_at_unix_s=int(version.loaded_at), source=version.source if with_source else "")
