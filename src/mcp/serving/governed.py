@@ -44,6 +44,26 @@ async def admit(plane: GovernancePlane, route: str, headers: Mapping[str, str], 
     return inference, (prompts if redacted == texts else _with_texts(prompts, redacted))
 
 
+async def record_failure(inference: Inference | None, exc: BaseException) -> None:
+    """A request that was admitted but never ran (no model, refused by admission control): its
+    record says why."""
+    from mcp.serving.errors import describe
+
+    if inference is not None:
+        await inference.finish(outcome([], [], status=f"error:{describe(exc).code or type(exc).__name__}"))
+
+
+def guard_event_text(guard: OutputGuard, text: str, result: InferResult | None) -> tuple[str, InferResult | None]:
+    """One streamed step through the guard: the text to send now, and the choice's result at its
+    end (its text what was sent, ``content_filter`` if a rule stopped it)."""
+    sent = guard.feed(text)
+    if result is None:
+        return sent, None
+    sent += guard.flush()
+    reason = CONTENT_FILTER if guard.stopped else result.finish_reason
+    return sent, replace(result, text=guard.text, finish_reason=reason)
+
+
 def guard_whole(guard: OutputGuard, result: InferResult) -> InferResult:
     """A finished choice, checked: its text as the client may see it."""
     text = guard.feed(result.text) + guard.flush()

@@ -136,13 +136,13 @@ async def _serve(request: Request, state: ServerState, caller: Caller, body: s.C
     try:
         version = state.host.resolve_and_hold(model)
     except BaseException as exc:
-        await _failed(inference, exc)
+        await governed.record_failure(inference, exc)
         raise
     try:
         generation = await Generation.start(version, prompts, options, body.n)
     except BaseException as exc:
         state.host.release(version)
-        await _failed(inference, exc)
+        await governed.record_failure(inference, exc)
         raise
     reply = _Reply(state, caller, version, generation, chat, len(prompts), options["logprobs"] is not None,
                    request_id, inference)
@@ -159,12 +159,6 @@ async def _serve(request: Request, state: ServerState, caller: Caller, body: s.C
 def _span_attributes(options: dict[str, Any]) -> dict[str, Any]:
     return {"gen_ai.request.temperature": options["temperature"], "gen_ai.request.top_p": options["top_p"],
             "gen_ai.request.top_k": options["top_k"], "gen_ai.request.seed": options["seed"]}
-
-
-async def _failed(inference: Inference | None, exc: BaseException) -> None:
-    """A request that never ran: its record says why."""
-    if inference is not None:
-        await inference.finish(governed.outcome([], [], status=f"error:{describe(exc).code or type(exc).__name__}"))
 
 
 class _Reply:
@@ -233,14 +227,10 @@ class _Reply:
         if not self.guards:
             return event
         guard = self.guards[event.index]
-        text = guard.feed(event.text)
+        text, result = governed.guard_event_text(guard, event.text, event.result)
         if guard.stopped and event.result is None:
             self.generation.streams[event.index].cancel()
-        if event.result is None:
-            return replace(event, text=text)
-        text += guard.flush()
-        reason = governed.CONTENT_FILTER if guard.stopped else event.result.finish_reason
-        return replace(event, text=text, result=replace(event.result, finish_reason=reason, text=guard.text))
+        return replace(event, text=text, result=result)
 
     def _outcome(self, status: str | None = None) -> InferenceOutcome:
         results = [self.results[i] for i in sorted(self.results)]
