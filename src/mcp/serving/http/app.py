@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,13 +25,16 @@ from mcp.serving.metrics import ServingMetrics
 from mcp.serving.probe import ProbeWindow
 from mcp.serving.tenants import RateLimiter, TenantDirectory
 
+if TYPE_CHECKING:
+    from mcp.governance.plane import GovernancePlane
+
 logger = logging.getLogger("mcp.serving.http")
 FAULT_DELAY_ENV = "MCP_FAULT_DELAY_MS"
 
 
 @dataclass
 class ServerState:
-    """What the routes share: config, models, tenants, limits, metrics."""
+    """What the routes share: config, models, tenants, limits, metrics, the governance plane."""
 
     config: RuntimeConfig
     host: ModelHost
@@ -40,6 +44,7 @@ class ServerState:
     metrics: ServingMetrics | None = None
     draining: bool = False  # SIGTERM received: /ready says no, in-flight requests finish
     fault_delay_s: float = field(default_factory=lambda: fault_delay_from_env())
+    governance: GovernancePlane | None = None  # serving.governance: guardrails, audit, traces
 
     def __post_init__(self) -> None:
         self.metrics = ServingMetrics(self.host, self.probe)
