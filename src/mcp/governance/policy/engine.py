@@ -23,6 +23,7 @@ from mcp.governance.errors import PolicyError
 from mcp.governance.policy.bundle import ENTRYPOINTS, CompiledPolicy, PolicySource, compile_policy
 from mcp.governance.policy.check import check_in_child
 from mcp.governance.policy.decision import STAGES, Decision, parse_decision
+from mcp.runtime.watch import SettledPoller
 
 log = logging.getLogger(__name__)
 
@@ -48,22 +49,20 @@ class PolicyEngine(Protocol):
     def close(self) -> None: ...
 
 
-class RegoPolicyEngine:
+class RegoPolicyEngine(SettledPoller):
     """The bundle in ``folder``; ``start()`` polls it every ``poll_s`` seconds for changes."""
+
+    thread_name = "policy-bundle-watcher"
 
     def __init__(self, folder: str | Path, poll_s: float = 1.0) -> None:
         self.folder = Path(folder)
-        self.poll_s = poll_s
         check_in_child(self.folder)  # a bad first bundle is an error, one that would crash too
         self.policy: CompiledPolicy = compile_policy(PolicySource.read(self.folder))
         self.num_reloads = 0
         self.last_error: str | None = None
-        self._seen = self._stamp()
-        self._pending: tuple | None = None
         self._lock = threading.Lock()
         self._interpreter = regopy.Interpreter()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__(poll_s)
 
     @property
     def version(self) -> str:
@@ -78,27 +77,9 @@ class RegoPolicyEngine:
             answer = str(self._interpreter.query_bundle_entrypoint(policy.bundle, ENTRYPOINTS[stage]))
         return parse_decision(stage, read_answer(answer, f"the {stage} policy of {self.folder}"), policy.version)
 
-    def start(self) -> RegoPolicyEngine:
-        self._thread = threading.Thread(target=self._run, name="policy-bundle-watcher", daemon=True)
-        self._thread.start()
-        return self
-
     def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def poll(self) -> bool:
-        """Check the folder once; True when a new version was swapped in."""
-        stamp = self._stamp()
-        if stamp == self._seen:
-            self._pending = None
-            return False
-        if stamp != self._pending:  # changed since the last poll: wait until it holds still
-            self._pending = stamp
-            return False
-        self._seen, self._pending = stamp, None
-        return self._reload()
+        """Stop watching the folder (the PolicyEngine protocol's name for it)."""
+        self.stop()
 
     def _reload(self) -> bool:
         try:
@@ -125,10 +106,3 @@ class RegoPolicyEngine:
                     stat = os.stat(os.path.join(root, name))
                     stamps.append((root, name, stat.st_ino, stat.st_mtime_ns, stat.st_size))
         return tuple(sorted(stamps))
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.poll_s):
-            try:
-                self.poll()
-            except Exception:  # the watcher must outlive any surprise; the old version serves on
-                log.exception("policy bundle watcher failed on %s", self.folder)
