@@ -1,6 +1,7 @@
 """The serving side of the governance plane, for HTTP and gRPC alike: prompts in, guarded answers out.
 
-``admit`` runs the input policy before anything is scheduled (a deny is a ``PolicyDenied``:
+``start`` takes a request of either API from admission to its running choices; ``admit``
+runs the input policy before anything is scheduled (a deny is a ``PolicyDenied``:
 HTTP 403 in OpenAI's error format, gRPC PERMISSION_DENIED, raised by the plane after the
 refusal is recorded); ``guard_whole`` runs the output policy on a finished choice (a stream
 feeds ``Inference.output_guard()`` itself); ``outcome`` says how the request ended, for the
@@ -14,7 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mcp.runtime.result import InferResult
-from mcp.serving.generation import Prompt
+from mcp.serving.generation import Generation, Prompt
+from mcp.serving.host import ModelHost, ModelVersion
 from mcp.serving.tenants import Caller
 
 if TYPE_CHECKING:
@@ -42,6 +44,32 @@ async def admit(plane: GovernancePlane, route: str, headers: Mapping[str, str], 
         prompt_texts=texts, max_tokens=max_tokens, user=user, carrier=carrier, attributes=attributes))
     redacted = inference.prompt_texts
     return inference, (prompts if redacted == texts else _with_texts(prompts, redacted))
+
+
+async def start(host: ModelHost, plane: GovernancePlane | None, route: str, headers: Mapping[str, str],
+                caller: Caller, request_id: str, model: str | None, prompts: list[Prompt], options: dict, n: int,
+                user: str | None, chat: bool, attributes: dict,
+                ) -> tuple[ModelVersion, Generation, Inference | None]:
+    """A request of either API from admission to its running choices: the input policy (with a
+    plane; it may redact the prompts or reroute the model), the version resolved and held,
+    every choice submitted. Whatever fails after admission is recorded, the version released."""
+    inference = None
+    if plane is not None:
+        inference, prompts = await admit(plane, route, headers, caller, request_id, model, prompts,
+                                         options["max_tokens"], user, chat, attributes)
+        model = inference.model or model
+    try:
+        version = host.resolve_and_hold(model)
+    except BaseException as exc:
+        await record_failure(inference, exc)
+        raise
+    try:
+        generation = await Generation.start(version, prompts, options, n)
+    except BaseException as exc:
+        host.release(version)
+        await record_failure(inference, exc)
+        raise
+    return version, generation, inference
 
 
 async def record_failure(inference: Inference | None, exc: BaseException) -> None:

@@ -108,24 +108,11 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
         options = convert.options_of(request.sampling, context, state.config)
         model = context.model_ref(request.model)
         state.limiter.admit(context.caller.tenant)
-        request_id, inference = f"infer-{uuid.uuid4().hex}", None
-        if state.governance is not None:
-            inference, (prompt,) = await governed.admit(
-                state.governance, f"grpc /{SERVICE_NAME}/{method}", dict(metadata or ()), context.caller, request_id,
-                model, [prompt], options["max_tokens"], request.user or None, request.WhichOneof("input") == "chat",
-                {"gen_ai.request.temperature": options["temperature"], "gen_ai.request.seed": options["seed"]})
-            model = inference.model or model
-        try:
-            version = state.host.resolve_and_hold(model)
-        except BaseException as exc:
-            await governed.record_failure(inference, exc)
-            raise
-        try:
-            generation = await Generation.start(version, [prompt], options, 1)
-        except BaseException as exc:
-            state.host.release(version)
-            await governed.record_failure(inference, exc)
-            raise
+        request_id = f"infer-{uuid.uuid4().hex}"
+        version, generation, inference = await governed.start(
+            state.host, state.governance, f"grpc /{SERVICE_NAME}/{method}", dict(metadata or ()), context.caller,
+            request_id, model, [prompt], options, 1, request.user or None, request.WhichOneof("input") == "chat",
+            {"gen_ai.request.temperature": options["temperature"], "gen_ai.request.seed": options["seed"]})
         return _Call(state, context, version, generation, options["logprobs"] is not None, request_id, inference)
 
     def _info(self, version: ModelVersion, with_source: bool = True) -> pb.ModelVersion:

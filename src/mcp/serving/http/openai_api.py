@@ -129,23 +129,9 @@ async def _serve(request: Request, state: ServerState, caller: Caller, body: s.C
     if state.fault_delay_s:  # the injected delay of $MCP_FAULT_DELAY_MS (a test and chaos knob)
         await asyncio.sleep(state.fault_delay_s)
     request_id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
-    inference, model = None, body.model or None
-    if state.governance is not None:
-        inference, prompts = await governed.admit(
-            state.governance, f"{request.method} {request.url.path}", request.headers, caller, request_id, model,
-            prompts, options["max_tokens"], body.user, chat, _span_attributes(options))
-        model = inference.model or model
-    try:
-        version = state.host.resolve_and_hold(model)
-    except BaseException as exc:
-        await governed.record_failure(inference, exc)
-        raise
-    try:
-        generation = await Generation.start(version, prompts, options, body.n)
-    except BaseException as exc:
-        state.host.release(version)
-        await governed.record_failure(inference, exc)
-        raise
+    version, generation, inference = await governed.start(
+        state.host, state.governance, f"{request.method} {request.url.path}", request.headers, caller, request_id,
+        body.model or None, prompts, options, body.n, body.user, chat, _span_attributes(options))
     reply = _Reply(state, caller, version, generation, chat, len(prompts), options["logprobs"] is not None,
                    request_id, inference)
     if body.stream:
