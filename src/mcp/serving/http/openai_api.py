@@ -5,7 +5,7 @@ server's limits -> governance input check, when configured (detectors and policy
 a 403, a reroute names another model) -> hold the model version (``model``: name,
 name:version, or empty for the default) -> submit every choice (admission control may refuse: 429) -> answer, or stream
 server-sent events. The SLO class comes from the ``x-sla-class`` header, the tenant from the
-key (or, on an open server, the ``x-tenant`` header). A client that goes away cancels its
+key (or, on an open server, the ``x-tenant-id`` header). A client that goes away cancels its
 sequences; the version is released when the last byte is sent. With governance, each choice's
 text passes the output policy (streamed text on a sliding window) and the audit record is
 committed before the response completes (``serving/governed.py``).
