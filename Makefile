@@ -5,8 +5,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 MODEL  := smollm2-135m-instruct
 # pip extras of the editable install. `make test` adds llamacpp-server on top (llama-cpp-python
-# and its OpenAI server, for the consistency matrix's llama.cpp and HTTP backend tests; pip
-# builds it once, ~8 min on 2 cores, then takes it from its wheel cache).
+# and its OpenAI server, for the consistency matrix's llama.cpp and HTTP backend tests; its
+# wheel is built once per machine, ~8 min on 2 cores, by .ci/llama-cpp-wheel).
 EXTRAS ?= test
 TEST_STAMP := $(VENV)/.installed-test
 
@@ -23,8 +23,11 @@ $(STAMP): pyproject.toml setup.py constraints/cpu.txt $(wildcard src/mcp/engine/
 
 install: $(STAMP)
 
-$(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt -e '.[test,llamacpp-server]'
+# llama-cpp-python comes from the wheel .ci/llama-cpp-wheel builds once per machine (without
+# ggml's AMX kernel, which crashes on AMX CPUs); pip prefers it to building the sdist again.
+$(TEST_STAMP): $(STAMP) .ci/llama-cpp-wheel
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt \
+		--find-links "$$(bash .ci/llama-cpp-wheel $(BIN)/python)" -e '.[test,llamacpp-server]'
 	touch $@
 
 mcp-config.yaml:

@@ -20,7 +20,13 @@ if [ ! -d "$OUT/src/llama_cpp_python-$VERSION" ]; then
 fi
 
 # No web UI (it would be downloaded), no HTTPS, no tests: the server and its OpenAI API only.
-cmake -S "$OUT/src/llama_cpp_python-$VERSION/vendor/llama.cpp" -B "$OUT/build" \
+# Native instruction sets but not ggml's AMX-INT8 kernel: it segfaults on Q4_1 on AMX CPUs
+# (see .ci/llama-cpp-wheel, which builds the Python package the same way).
+NO_AMX=()
+if [ "$(uname -m)" = x86_64 ]; then
+    NO_AMX=(-DCMAKE_C_FLAGS=-mno-amx-int8 -DCMAKE_CXX_FLAGS=-mno-amx-int8)
+fi
+cmake -S "$OUT/src/llama_cpp_python-$VERSION/vendor/llama.cpp" -B "$OUT/build" "${NO_AMX[@]}" \
     -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \
     -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF >&2
