@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 RULES = Path(__file__).resolve().parents[3] / "deploy" / "prometheus"
 
@@ -51,3 +52,13 @@ def test_prometheus_scrapes_a_server_and_records_its_latency(prometheus, served_
     unhealthy = [(rule["name"], rule.get("lastError")) for group in rules for rule in group["rules"]
                  if rule["health"] not in ("ok", "unknown")]
     assert not unhealthy
+
+
+def test_every_alert_has_its_runbook_section() -> None:
+    docs = (RULES.parents[1] / "docs" / "operations.md").read_text()
+    anchors = {line[4:].strip().lower() for line in docs.splitlines() if line.startswith("### ")}
+    alerts = [rule for group in yaml.safe_load((RULES / "alerting-rules.yaml").read_text())["groups"]
+              for rule in group["rules"]]
+    for rule in alerts:
+        assert rule["annotations"]["runbook"] == f"docs/operations.md#{rule['alert'].lower()}"
+        assert rule["alert"].lower() in anchors, f"docs/operations.md has no section for {rule['alert']}"
