@@ -77,19 +77,23 @@ def test_the_template_passes_a_healthy_server(served_tiny) -> None:
 
 
 @pytest.mark.slow
-def test_the_template_fails_a_slow_canary(served_tiny) -> None:
-    """A long generation pushes the real p95 over 800 ms: the latency gate fails.
-
-    The probe's p95 is nearest-rank: over the window's 6 to 19 requests it is the slowest one.
-    """
-    answer = httpx.post(served_tiny.url + "/v1/completions",
-                        json={"model": "tiny", "prompt": "Hello", "max_tokens": 160, "ignore_eos": True}, timeout=120.0)
-    assert answer.status_code == 200, answer.text
-    assert answer.json()["usage"]["completion_tokens"] == 160
-    metric = METRICS["latency-p95"]
-    body = httpx.get(local(render_url(TEMPLATE, metric, {"namespace": "ns"}), served_tiny.url), timeout=10.0).json()
-    assert body["value"] > 0.8, body
-    assert measure(metric, body) == FAILED
-    wrong_service = render_url(TEMPLATE, metric, {"namespace": "ns", "service-name": "other"})
-    answer = httpx.get(local(wrong_service, served_tiny.url), timeout=10.0)
+def test_the_template_fails_a_canary_whose_requests_fail(start_server, tiny_mcp) -> None:
+    """A server whose every request runs past its deadline: the error-rate gate fails, the
+    latency gate (the deadline cuts requests short) and the OOM gate still pass."""
+    canary = start_server({"serving": {"models": [{"name": "tiny", "source": str(tiny_mcp), "version": "2"}],
+                                       "timeouts": {"request_s": 0.05}}})
+    for _ in range(3):
+        answer = httpx.post(canary.url + "/v1/completions", json={"model": "tiny", "prompt": "Hello",
+                                                                  "max_tokens": 200, "ignore_eos": True}, timeout=60.0)
+        assert answer.status_code in (200, 504), answer.text
+    phases, bodies = {}, {}
+    for name, metric in METRICS.items():
+        url = local(render_url(TEMPLATE, metric, {"namespace": "ns"}), canary.url)
+        bodies[name] = httpx.get(url, timeout=10.0).json()
+        phases[name] = measure(metric, bodies[name])
+    assert bodies["error-rate"]["value"] == 1.0 and bodies["error-rate"]["samples"] == 3, bodies
+    assert phases == {"latency-p95": SUCCESSFUL, "error-rate": FAILED, "oom": SUCCESSFUL}, (phases, bodies)
+    assert metric_phase(METRICS["error-rate"], [phases["error-rate"]] * 2) == FAILED
+    wrong_service = render_url(TEMPLATE, METRICS["oom"], {"namespace": "ns", "service-name": "other"})
+    answer = httpx.get(local(wrong_service, canary.url), timeout=10.0)
     assert answer.status_code == 404 and "service 'other' is not this server" in answer.text

@@ -32,10 +32,9 @@ def test_a_served_model_gets_drift_gauges(served_tiny) -> None:
         if not math.isnan(samples.get(("mcp_latency_drift_p95_seconds", "tiny", "e2e"), math.nan)):
             break
         time.sleep(1.0)
-    assert samples[("mcp_latency_drift", "tiny", "e2e")] == 0.0
+    assert samples[("mcp_latency_drift", "tiny", "e2e")] == 0.0  # drifting takes 3 minutes above 2x
     assert samples[("mcp_latency_drift", "tiny", "ttft")] == 0.0
     p95 = samples[("mcp_latency_drift_p95_seconds", "tiny", "e2e")]
     baseline = samples[("mcp_latency_drift_baseline_seconds", "tiny", "e2e")]
     assert 0 < p95 < 10 and 0 < baseline < 10, samples  # a p95 interpolated inside a finite bucket
-    assert p95 <= 2 * baseline  # the first recorded p95s are their own baseline
     assert "latency drift" not in served_tiny.log()

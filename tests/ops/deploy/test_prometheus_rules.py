@@ -37,15 +37,25 @@ def test_promtool_rejects_a_broken_rule(promtool: str, tmp_path) -> None:
     assert "three minutes" in done.stdout + done.stderr
 
 
+def served_count(url: str) -> float:
+    """Requests the server has finished, from its own /metrics."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url + "/metrics", timeout=10.0).text
+    return sum(sample.value for family in text_string_to_metric_families(text)
+               for sample in family.samples if sample.name == "mcp_e2e_request_latency_seconds_count")
+
+
 @pytest.mark.slow
 def test_prometheus_scrapes_a_server_and_records_its_latency(prometheus, served_tiny) -> None:
     prometheus.wait_for('up{job="mcp2026"} == 1')  # requests after the first scrape make a rate
+    before = served_count(served_tiny.url)  # other tests share the server
     for _ in range(3):
         answer = httpx.post(served_tiny.url + "/v1/completions", json={"model": "tiny", "prompt": "Hello",
                                                                        "max_tokens": 4}, timeout=60.0)
         assert answer.status_code == 200, answer.text
-    [count] = prometheus.wait_for('sum by (model) (mcp_e2e_request_latency_seconds_count{job="mcp2026"}) >= 3')
-    assert count["metric"] == {"model": "tiny"} and float(count["value"][1]) == 3
+    [count] = prometheus.wait_for(f'sum by (model) (mcp_e2e_request_latency_seconds_count{{job="mcp2026"}}) >= {before + 3}')
+    assert count["metric"] == {"model": "tiny"} and float(count["value"][1]) == before + 3
     [p95] = prometheus.wait_for("model:mcp_e2e_request_latency_seconds:p95_5m > 0")  # NaN until a rate
     assert p95["metric"]["model"] == "tiny" and float(p95["value"][1]) < 10  # inside a finite bucket
     rules = httpx.get(prometheus.url + "/api/v1/rules", timeout=10.0).json()["data"]["groups"]
