@@ -19,7 +19,8 @@ RULES = [ROOT / "deploy" / "prometheus" / name for name in ("recording-rules.yam
 SOURCES = {"engine": ["src/mcp/serving/metrics.py"], "slo": ["src/mcp/serving/metrics.py"],
            "gateway": ["src/mcp/gateway/metrics.py"], "governance": ["src/mcp/governance"]}
 _SUFFIXES = {"Counter": ("_total", "_created"), "CounterMetricFamily": ("_total", "_created"),
-             "Histogram": ("_bucket", "_sum", "_count", "_created"), "HistogramMetricFamily": ("_bucket", "_sum", "_count"),
+             "Histogram": ("_bucket", "_sum", "_count", "_created"),
+             "HistogramMetricFamily": ("_bucket", "_sum", "_count"),
              "Summary": ("", "_sum", "_count", "_created"), "SummaryMetricFamily": ("", "_sum", "_count"),
              "Gauge": ("",), "GaugeMetricFamily": ("",), "Info": ("_info",), "InfoMetricFamily": ("_info",)}
 

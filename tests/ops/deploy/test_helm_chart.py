@@ -69,7 +69,8 @@ def test_the_chart_makes_the_kinds_of_the_plain_manifests() -> None:
 
 def test_the_charts_rule_files_are_deploy_prometheus() -> None:
     for name in ("recording-rules.yaml", "alerting-rules.yaml"):
-        assert (CHART / "files" / "prometheus" / name).read_bytes() == (ROOT / "deploy" / "prometheus" / name).read_bytes()
+        copy, original = CHART / "files" / "prometheus" / name, ROOT / "deploy" / "prometheus" / name
+        assert copy.read_bytes() == original.read_bytes()
 
 
 def test_chart_metadata() -> None:
@@ -87,6 +88,6 @@ def test_helm_renders_the_plain_manifests(tmp_path: Path) -> None:
     assert rendered.returncode == 0, rendered.stderr
     key = lambda doc: (doc["kind"], doc["metadata"]["name"])  # noqa: E731
     ours = sorted((d for d in yaml.safe_load_all(rendered.stdout) if d), key=key)
-    plain = sorted((d for p in (ROOT / "deploy" / "k8s").glob("*.yaml") for d in yaml.safe_load_all(p.read_text()) if d),
-                   key=key)
+    plain = sorted((d for p in (ROOT / "deploy" / "k8s").glob("*.yaml")
+                    for d in yaml.safe_load_all(p.read_text()) if d), key=key)
     assert [key(d) for d in ours] == [key(d) for d in plain]

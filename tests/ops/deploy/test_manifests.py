@@ -55,7 +55,8 @@ def test_the_rollouts_pod_template_is_a_valid_pod_spec() -> None:
 def test_kubernetes_validate_catches_a_typo() -> None:
     [pdb] = [d for d in by_kind("PodDisruptionBudget") if d["metadata"]["name"] == "mcp2026-engine"]
     with pytest.raises(kubernetes_validate.ValidationError, match="minAvaliable"):
-        kubernetes_validate.validate({**pdb, "spec": {**pdb["spec"], "minAvaliable": 2}}, KUBERNETES_VERSION, strict=True)
+        spoiled = {**pdb, "spec": {**pdb["spec"], "minAvaliable": 2}}
+        kubernetes_validate.validate(spoiled, KUBERNETES_VERSION, strict=True)
 
 
 def check_jsonschema(schema: Path, docs: list[dict], folder: Path) -> subprocess.CompletedProcess:

@@ -54,7 +54,8 @@ def test_prometheus_scrapes_a_server_and_records_its_latency(prometheus, served_
         answer = httpx.post(served_tiny.url + "/v1/completions", json={"model": "tiny", "prompt": "Hello",
                                                                        "max_tokens": 4}, timeout=60.0)
         assert answer.status_code == 200, answer.text
-    [count] = prometheus.wait_for(f'sum by (model) (mcp_e2e_request_latency_seconds_count{{job="mcp2026"}}) >= {before + 3}')
+    total = 'sum by (model) (mcp_e2e_request_latency_seconds_count{job="mcp2026"})'
+    [count] = prometheus.wait_for(f"{total} >= {before + 3}")
     assert count["metric"] == {"model": "tiny"} and float(count["value"][1]) == before + 3
     [p95] = prometheus.wait_for("model:mcp_e2e_request_latency_seconds:p95_5m > 0")  # NaN until a rate
     assert p95["metric"]["model"] == "tiny" and float(p95["value"][1]) < 10  # inside a finite bucket
