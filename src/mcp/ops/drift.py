@@ -118,7 +118,10 @@ class DriftDetector:
             track.history.popleft()
         baseline = statistics.median(v for _, v in track.history) if track.history else math.nan
         above = value > rule.factor * baseline  # False with nan on either side, as in PromQL
-        track.above_since = (track.above_since or now) if above else None
+        if not above:
+            track.above_since = None
+        elif track.above_since is None:
+            track.above_since = now
         drifting = above and now - track.above_since >= rule.for_s
         if drifting != track.drifting:
             self._log_change(model, drifting, value, baseline)
