@@ -111,3 +111,33 @@ def test_the_engine_config_loads_and_its_key_is_the_secrets(tmp_path: Path) -> N
     [tenant] = config.serving.tenants
     assert tenant.name == "gateway" and hashlib.sha256(key.encode()).hexdigest() in tenant.key_sha256
     assert config.serving.host == "0.0.0.0" and config.serving.port == 8000
+
+
+def gateway_files() -> dict[str, str]:
+    [config_map] = [d for d in by_kind("ConfigMap") if d["metadata"]["name"] == "mcp2026-gateway"]
+    return config_map["data"]
+
+
+def test_the_routing_rules_load() -> None:
+    from mcp.gateway.routing.loader import parse_route_table
+
+    table = parse_route_table(gateway_files()["model-routing-config.yaml"], "deploy/k8s/configmaps.yaml")
+    backend = table.default.target
+    assert str(backend.model) == "smollm2:1" and backend.instance_pool == "engine" and not table.routes
+
+
+def test_the_gateway_config_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import importlib.util
+
+    if importlib.util.find_spec("mcp.gateway.config") is None:
+        pytest.skip("mcp.gateway.config is not in this checkout (the gateway-pools branch adds it): "
+                    "the gateway.yaml of deploy/k8s is checked once that code is merged")
+    from mcp.gateway.config import parse_gateway_config
+
+    [secret] = by_kind("Secret")
+    monkeypatch.setenv("MCP_ENGINE_API_KEY", secret["stringData"]["engine-api-key"])  # as the Deployment sets it
+    config = parse_gateway_config(yaml.safe_load(gateway_files()["gateway.yaml"]), "deploy/k8s/configmaps.yaml")
+    [tenant] = config.tenants
+    assert hashlib.sha256(secret["stringData"]["client-api-key"].encode()).hexdigest() in tenant.key_sha256
+    assert [pool.name for pool in config.pools] == ["engine"] and not config.canary_controller
