@@ -5,7 +5,9 @@ only update counters and histograms. Gauges (running, waiting, KV usage, prefix 
 read from ``loop.stats()`` when Prometheus scrapes. Labels are ``model``, ``version`` and
 ``slo_class`` (plus ``finished_reason`` on the finish counter): never a tenant or request id.
 ``mcp_request_queue_time_seconds`` is submit -> the loop taking the request; prefill time is
-the rest of the TTFT; decode time is first token -> end.
+the rest of the TTFT; decode time is first token -> end. The ``mcp_latency_drift*`` gauges are
+the state of mcp.ops.drift's detectors over the e2e and TTFT histograms, ticked on a thread of
+their own, so a server without Prometheus still sees its baseline drift.
 """
 
 from __future__ import annotations
