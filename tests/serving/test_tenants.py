@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mcp.runtime.serving_config import Tenant
-from mcp.serving.errors import AuthenticationError, PermissionDeniedError, RateLimitedError
+from mcp.serving.errors import AuthenticationError, FieldError, PermissionDeniedError, RateLimitedError
 from mcp.serving.tenants import RateLimiter, TenantDirectory, hash_key
 
 ACME = Tenant("acme", (hash_key("k-acme"),), "user", requests_per_minute=2, tokens_per_minute=100)
@@ -22,6 +22,19 @@ def test_bearer_keys_find_their_tenant():
     with pytest.raises(PermissionDeniedError, match="admin"):
         directory.authenticate("Bearer k-acme").require_admin()
     directory.authenticate("Bearer k-ops").require_admin()
+
+
+def test_a_tenant_id_claim_names_the_tenant_when_open_and_must_match_the_key_otherwise():
+    keyed, open_ = TenantDirectory((ACME, OPS)), TenantDirectory(())
+    assert open_.authenticate_as(None, "team-b").tenant.name == "team-b"
+    assert keyed.authenticate_as("Bearer k-acme", "acme").tenant is ACME
+    assert keyed.authenticate_as("Bearer k-acme", None).tenant is ACME
+    with pytest.raises(PermissionDeniedError, match="x-tenant-id 'ops' does not match the API key's tenant 'acme'"):
+        keyed.authenticate_as("Bearer k-acme", "ops")
+    with pytest.raises(FieldError, match="metadata x-tenant-id 'a b' is malformed"):
+        open_.authenticate_as(None, "a b", "metadata")
+    with pytest.raises(AuthenticationError):  # a claim is no key
+        keyed.authenticate_as(None, "acme")
 
 
 def test_open_server_takes_everyone_as_admin():

@@ -1,5 +1,5 @@
 """The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve,
-registry, route.
+registry, route, gateway, rollout, audit.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -84,12 +84,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
-    """``registry`` and ``route``: defined in the gateway, which imports nothing heavy to do so."""
+    """``registry``, ``route``, ``gateway`` and ``rollout`` (the gateway's) and ``audit`` (the
+    governance plane's): each module imports nothing heavy to define its commands."""
+    from mcp.gateway.gateway_commands import add_gateway_commands
     from mcp.gateway.registry_commands import add_registry_commands
     from mcp.gateway.route_commands import add_route_commands
+    from mcp.governance.audit.commands import add_audit_commands
 
     add_registry_commands(commands)
     add_route_commands(commands)
+    add_gateway_commands(commands)
+    add_audit_commands(commands)
 
 
 def _add_bench_serve(benches: argparse._SubParsersAction) -> None:

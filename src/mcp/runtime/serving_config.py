@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 import pydantic
@@ -49,6 +50,24 @@ class TenantSection(_Strict):
     tokens_per_minute: int | None = pydantic.Field(None, gt=0)
 
 
+class GovernanceSection(_Strict):
+    """``serving.governance``: guardrails, audit trail, traces (docs/governance.md)."""
+
+    policy_bundle: str | None = None  # a folder of .rego files; None: the shipped policies
+    policy_poll_s: float = pydantic.Field(1.0, gt=0)  # how often the bundle folder is checked for changes
+    opa_url: str | None = None  # decide with this OPA server instead of in-process Rego
+    terms: list[str] = []  # the term-list detector's terms
+    stream_window_chars: int = pydantic.Field(64, ge=0)  # streamed text held back for matches across chunks
+    audit: bool = True
+    audit_url: str | None = None  # None: $MCP_AUDIT_URL, else $MCP_HOME/audit.db
+    audit_key_file: str | None = None  # None: $MCP_HOME/audit.key
+    # full: an fsync per commit; normal: none (a record survives a killed process, not a power cut)
+    audit_sqlite_sync: Literal["full", "normal"] = "full"
+    capture: bool = False  # keep prompts and outputs, encrypted per user (needs the request's user)
+    retention_days: float | None = pydantic.Field(None, gt=0)  # prune older records at start and daily
+    otlp_endpoint: str | None = None  # e.g. http://collector:4318/v1/traces; None: no traces exported
+
+
 class GrpcSection(_Strict):
     enabled: bool = False  # off unless asked: a fixed default port would collide between servers
     port: int = pydantic.Field(50051, ge=0, le=65535)  # 0: any free port (logged at start)
@@ -63,6 +82,7 @@ class ServingSection(_Strict):
     limits: LimitsSection = LimitsSection()
     timeouts: TimeoutsSection = TimeoutsSection()
     tenants: list[TenantSection] = []
+    governance: GovernanceSection | None = None  # absent: no guardrails, audit or traces
     grpc: GrpcSection = GrpcSection()
 
 
@@ -92,6 +112,22 @@ class Tenant:
 
 
 @dataclass(frozen=True)
+class GovernanceConfig:
+    policy_bundle: str | None = None
+    policy_poll_s: float = 1.0
+    opa_url: str | None = None
+    terms: tuple[str, ...] = ()
+    stream_window_chars: int = 64
+    audit: bool = True
+    audit_url: str | None = None
+    audit_key_file: str | None = None
+    audit_sqlite_sync: str = "full"
+    capture: bool = False
+    retention_days: float | None = None
+    otlp_endpoint: str | None = None
+
+
+@dataclass(frozen=True)
 class ServingConfig:
     host: str = "127.0.0.1"
     port: int = 8000
@@ -102,6 +138,7 @@ class ServingConfig:
     request_timeout_s: float = 600.0
     shutdown_drain_s: float = 30.0
     tenants: tuple[Tenant, ...] = field(default_factory=tuple)
+    governance: GovernanceConfig | None = None
     grpc_port: int | None = None  # the gRPC API's port on the same host; None: no gRPC server
 
 
@@ -120,7 +157,18 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         default_model=section.default_model, models=models, limits=Limits(**section.limits.model_dump()),
         request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
         tenants=tenants, grpc_port=section.grpc.port if section.grpc.enabled else None,
+        governance=_governance(section.governance, source),
     )
+
+
+def _governance(section: GovernanceSection | None, source: str) -> GovernanceConfig | None:
+    """The frozen section; its relative paths resolve against the config file's folder."""
+    if section is None:
+        return None
+    base = Path(source).parent
+    paths = {name: str((base / value).resolve()) for name in ("policy_bundle", "audit_key_file")
+             if (value := getattr(section, name)) is not None}
+    return GovernanceConfig(**{**section.model_dump(), **paths, "terms": tuple(section.terms)})
 
 
 def _tenant(section: TenantSection, index: int, source: str) -> Tenant:

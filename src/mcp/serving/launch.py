@@ -37,9 +37,10 @@ def serve(config: RuntimeConfig, host: str | None = None, port: int | None = Non
     if not models:
         raise ConfigError("no model to serve: add serving.models to the config or pass --model")
     config = replace(config, serving=replace(serving, models=models))
+    governance = _governance(serving)
     with Session(config) as session:
         model_host = ModelHost(session, serving.default_model or models[0].name)
-        state = ServerState(config, model_host, TenantDirectory(serving.tenants))
+        state = ServerState(config, model_host, TenantDirectory(serving.tenants), governance=governance)
         try:
             for spec in models:
                 loaded = model_host.load(spec)
@@ -52,7 +53,18 @@ def serve(config: RuntimeConfig, host: str | None = None, port: int | None = Non
             server.run()
         finally:
             model_host.close()
+            if governance is not None:
+                governance.close()  # the queued audit records written, the spans exported
     return 0
+
+
+def _governance(serving: ServingConfig):
+    """The governance plane of ``serving.governance``, or None when the section is absent."""
+    if serving.governance is None:
+        return None
+    from mcp.governance.plane import GovernancePlane
+
+    return GovernancePlane.from_config(serving.governance, serving.service_name)
 
 
 def _bind_address(serving: ServingConfig, host: str | None, port: int | None) -> ServingConfig:

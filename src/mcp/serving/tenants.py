@@ -2,24 +2,29 @@
 
 Keys are kept as sha256 hex digests (config ``serving.tenants[].key_sha256``) and compared in
 constant time. With no tenants configured the server runs open: every request is tenant
-``default`` (or the ``x-tenant`` header's, which only steers fair-share scheduling) with the
-admin role, and ``mcp2026 serve`` binds 127.0.0.1 only.
+``default`` (or the one its ``x-tenant-id`` header names, which only steers fair-share
+scheduling) with the admin role, and ``mcp2026 serve`` binds 127.0.0.1 only. With keys,
+``x-tenant-id`` (HTTP header or gRPC metadata) must name the key's tenant.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 
 from mcp.runtime.serving_config import Tenant
-from mcp.serving.errors import AuthenticationError, PermissionDeniedError, RateLimitedError
+from mcp.serving.errors import AuthenticationError, FieldError, PermissionDeniedError, RateLimitedError
 
 WINDOW_S = 60.0
 OPEN_TENANT = Tenant("default", (), "admin")
+TENANT_ID_HEADER = "x-tenant-id"
+TENANT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+TENANT_ID_SHAPE = "letters, digits and . _ @ - (at most 64)"
 
 
 def hash_key(key: str) -> str:
@@ -63,6 +68,19 @@ class TenantDirectory:
             if match:
                 return Caller(tenant, authenticated=True)
         raise AuthenticationError("the API key matches no tenant of this server; check the key")
+
+    def authenticate_as(self, authorization: str | None, tenant_id: str | None, where: str = "header") -> Caller:
+        """``authenticate`` with an ``x-tenant-id`` claim, the same for HTTP and gRPC: on an open
+        server it names the tenant; with keys it must be the key's tenant (else 403 /
+        PERMISSION_DENIED). ``where`` says how the error names it: "header" or "metadata"."""
+        if tenant_id is not None and not TENANT_ID.fullmatch(tenant_id):
+            raise FieldError(f"{where} {TENANT_ID_HEADER} {tenant_id[:80]!r} is malformed; it takes {TENANT_ID_SHAPE}",
+                             TENANT_ID_HEADER)
+        caller = self.authenticate(authorization, tenant_id)
+        if tenant_id is not None and caller.authenticated and tenant_id != caller.tenant.name:
+            raise PermissionDeniedError(f"{TENANT_ID_HEADER} {tenant_id!r} does not match the API key's tenant "
+                                        f"{caller.tenant.name!r}; leave the {where} out or send that tenant's key")
+        return caller
 
 
 class RateLimiter:

@@ -55,6 +55,20 @@ def test_keys_and_roles(server):
     assert [(v["name"], v["version"], v["current"]) for v in listing] == [("tiny", "1", True)]
 
 
+def test_x_tenant_id_must_name_the_keys_tenant_as_over_grpc(server):
+    def post(tenant_id: str) -> httpx.Response:
+        return httpx.post(server.url + "/v1/completions", timeout=120, json={"model": "tiny", "prompt": "a", "max_tokens": 1},
+                          headers={"Authorization": f"Bearer {USER}", "x-tenant-id": tenant_id})
+
+    assert post("acme").status_code == 200
+    other = post("ops")
+    assert other.status_code == 403 and "x-tenant-id 'ops' does not match the API key's tenant 'acme'" in \
+        other.json()["error"]["message"]
+    malformed = post("a/b")
+    assert malformed.status_code == 400 and malformed.json()["error"]["param"] == "x-tenant-id"
+    assert "header x-tenant-id 'a/b' is malformed" in malformed.json()["error"]["message"]
+
+
 def test_requests_per_minute_is_a_429_with_retry_after(server):
     client = _client(server, LIMITED)
     for _ in range(3):

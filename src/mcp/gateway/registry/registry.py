@@ -65,7 +65,7 @@ class Registry:
                 work.model(name, lock=True)
                 row = self._insert_version(work, model, version, artifact)
                 if stage != Stage.STAGING:
-                    self._move(work, row, stage)
+                    self.move(work, row, stage)
                 return ModelVersion.from_row(row)
         except IntegrityError:
             raise DuplicateVersionError(f"{name}:{version} is already registered") from None
@@ -100,7 +100,7 @@ class Registry:
         with unit_of_work(self.engine, self.actor) as work:
             work.model(name, lock=True)
             row = work.version(name, version)
-            self._move(work, row, stage)
+            self.move(work, row, stage)
             return ModelVersion.from_row(row)
 
     def archive(self, name: str, version: str) -> ModelVersion:
@@ -115,7 +115,7 @@ class Registry:
         with unit_of_work(self.engine, self.actor) as work:
             work.model(name, lock=True)
             row = work.version(name, version)
-            return _upsert_deployment(work, row, instance_pool, role, traffic_percent, status)
+            return upsert_deployment(work, row, instance_pool, role, traffic_percent, status)
 
     def deployments(self, name: str, version: str) -> list[Deployment]:
         with unit_of_work(self.engine, self.actor) as work:
@@ -149,7 +149,8 @@ class Registry:
         work.record("version.add", f"{model.name}:{version}", None, ModelVersion.from_row(row).summary())
         return row
 
-    def _move(self, work: UnitOfWork, row: VersionRow, target: Stage) -> None:
+    def move(self, work: UnitOfWork, row: VersionRow, target: Stage) -> None:
+        """Change a version's stage inside ``work`` (the rollout store moves versions in its own transactions)."""
         model_id = f"{row.model.name}:{row.version}"
         check_transition(model_id, Stage(row.stage), target)
         if target in EXCLUSIVE_STAGES:
@@ -174,7 +175,7 @@ def _holder(work: UnitOfWork, row: VersionRow, stage: Stage) -> VersionRow | Non
     return work.session.scalars(query).one_or_none()
 
 
-def _upsert_deployment(work: UnitOfWork, row: VersionRow, pool: str, role: str, percent: int,
+def upsert_deployment(work: UnitOfWork, row: VersionRow, pool: str, role: str, percent: int,
                        status: str) -> Deployment:
     subject = f"{row.model.name}:{row.version}"
     query = select(DeploymentRow).where(DeploymentRow.version_id == row.id, DeploymentRow.instance_pool == pool)

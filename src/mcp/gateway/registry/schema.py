@@ -10,7 +10,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 SIGNATURE_STATUSES = ("unsigned", "signed", "verified", "invalid")
@@ -87,3 +99,56 @@ class ChangeRow(Base):
     subject: Mapped[str] = mapped_column(String(400), index=True)
     before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+
+
+ROLLOUT_STATUSES = ("running", "succeeded", "rolled_back", "aborted")
+
+
+class RolloutRow(Base):
+    """A canary rollout on one split route: the canary arm's weight walks through ``steps``;
+    ``step_index``/``weight`` are where it is, ``step_started_at`` when that step began.
+    At most one rollout per route is ``running`` (a partial unique index)."""
+
+    __tablename__ = "rollouts"
+    __table_args__ = (
+        Index("uq_rollouts_running_route", "route", unique=True,
+              sqlite_where=text("status = 'running'"), postgresql_where=text("status = 'running'")),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    route: Mapped[str] = mapped_column(String(200))
+    stable_arm: Mapped[str] = mapped_column(String(200))
+    canary_arm: Mapped[str] = mapped_column(String(200))
+    stable_model: Mapped[str] = mapped_column(String(400))
+    canary_model: Mapped[str] = mapped_column(String(400))
+    stable_pool: Mapped[str] = mapped_column(String(200))
+    canary_pool: Mapped[str] = mapped_column(String(200))
+    steps: Mapped[dict[str, Any]] = mapped_column(JSON)  # {"weights": [5, 20, 50, 100]}
+    step_index: Mapped[int] = mapped_column(Integer)
+    weight: Mapped[int] = mapped_column(Integer)  # the canary arm's percent now
+    status: Mapped[str] = mapped_column(String(20))
+    hold_s: Mapped[float] = mapped_column(Float)
+    min_requests: Mapped[int] = mapped_column(Integer)
+    gates: Mapped[dict[str, Any]] = mapped_column(JSON)  # max_p95_ms, max_error_rate, max_oom
+    reason: Mapped[str | None] = mapped_column(String(2000))  # why it ended
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    created_by: Mapped[str] = mapped_column(String(200))
+    step_started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class RolloutEventRow(Base):
+    """What happened to a rollout, in order: start, each analysis and its figures, each step,
+    promote, rollback, abort, success; with who and when."""
+
+    __tablename__ = "rollout_events"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True)
+    rollout_id: Mapped[int] = mapped_column(ForeignKey("rollouts.id", ondelete="RESTRICT"), index=True)
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    actor: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))
+    step_index: Mapped[int] = mapped_column(Integer)
+    weight: Mapped[int] = mapped_column(Integer)
+    passed: Mapped[bool | None] = mapped_column(Boolean)
+    detail: Mapped[dict[str, Any] | None] = mapped_column(JSON)

@@ -13,62 +13,38 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from pathlib import Path
 
 from mcp.gateway.errors import RoutingConfigError
 from mcp.gateway.routing.context import RequestContext, RouteDecision
 from mcp.gateway.routing.loader import load_route_table
 from mcp.gateway.routing.table import RouteTable
+from mcp.runtime.watch import SettledPoller
 
 log = logging.getLogger(__name__)
 DEFAULT_POLL_S = 1.0
 
 
-class RouteTableWatcher:
+class RouteTableWatcher(SettledPoller):
     """Serves the newest valid table of ``path``; ``start()`` begins polling every ``poll_s``."""
+
+    thread_name = "route-table-watcher"
 
     def __init__(self, path: str | Path, poll_s: float = DEFAULT_POLL_S) -> None:
         self.path = Path(path)
-        self.poll_s = poll_s
         self.table: RouteTable = load_route_table(self.path)  # a bad first file is an error
         self.num_reloads = 0
         self.last_error: str | None = None
-        self._seen = self._stamp()
-        self._pending: tuple | None = None
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        super().__init__(poll_s)
 
     def resolve(self, ctx: RequestContext) -> RouteDecision:
         return self.table.resolve(ctx)
-
-    def start(self) -> RouteTableWatcher:
-        self._thread = threading.Thread(target=self._run, name="route-table-watcher", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
 
     def __enter__(self) -> RouteTableWatcher:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-    def poll(self) -> bool:
-        """Check the file once; True when a new table was swapped in."""
-        stamp = self._stamp()
-        if stamp == self._seen:
-            self._pending = None
-            return False
-        if stamp != self._pending:  # changed since the last poll: wait until it holds still
-            self._pending = stamp
-            return False
-        self._seen, self._pending = stamp, None
-        return self._reload()
 
     def _reload(self) -> bool:
         try:
@@ -91,10 +67,3 @@ class RouteTableWatcher:
         except OSError:
             return None
         return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.poll_s):
-            try:
-                self.poll()
-            except Exception:  # the watcher must outlive any surprise; the old table serves on
-                log.exception("routing file watcher failed on %s", self.path)

@@ -20,18 +20,16 @@ from dataclasses import dataclass
 
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.runtime.errors import InvalidRequestError
-from mcp.serving.errors import FieldError, PermissionDeniedError
-from mcp.serving.tenants import Caller, TenantDirectory
+from mcp.serving.errors import FieldError
+from mcp.serving.tenants import TENANT_ID_HEADER, Caller, TenantDirectory
 
 HEADERS = ("authorization", "x-tenant-id", "x-model-id", "x-model-version", "x-sla-class")
 _VERSION = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 _PATTERNS = {
-    "x-tenant-id": re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}"),
     "x-model-id": re.compile(rf"[A-Za-z0-9][A-Za-z0-9._/-]{{0,127}}(:{_VERSION})?"),
     "x-model-version": re.compile(_VERSION),
 }
 _SHAPES = {
-    "x-tenant-id": "letters, digits and . _ @ - (at most 64)",
     "x-model-id": "a model name (letters, digits and . _ / -), optionally :version",
     "x-model-version": "letters, digits and . _ - (at most 64), like 2 or 2025-06-01",
 }
@@ -83,11 +81,7 @@ def enter(context: RequestContext) -> None:
 def read_metadata(metadata: Metadata | None, tenants: TenantDirectory) -> RequestContext:
     """Authenticate the call and check each header; an MCPError names the header at fault."""
     headers = _single_values(metadata or ())
-    tenant_id = _checked(headers, "x-tenant-id")
-    caller = tenants.authenticate(headers.get("authorization"), tenant_id)
-    if tenant_id is not None and tenant_id != caller.tenant.name:
-        raise PermissionDeniedError(f"x-tenant-id {tenant_id!r} does not match the API key's tenant "
-                                    f"{caller.tenant.name!r}; leave the header out or send that tenant's key")
+    caller = tenants.authenticate_as(headers.get("authorization"), headers.get(TENANT_ID_HEADER), "metadata")
     return RequestContext(caller, _checked(headers, "x-model-id"), _checked(headers, "x-model-version"),
                           _sla_class(headers.get("x-sla-class")))
 

@@ -27,7 +27,8 @@ MAX_TOP_LOGPROBS = 20
 _OPTIONAL_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
                       "frequency_penalty", "seed")
 _FINISH = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
-           "cancelled": pb.FINISH_REASON_CANCELLED, "deadline": pb.FINISH_REASON_DEADLINE}
+           "cancelled": pb.FINISH_REASON_CANCELLED, "deadline": pb.FINISH_REASON_DEADLINE,
+           "content_filter": pb.FINISH_REASON_CONTENT_FILTER}
 
 
 # -- requests -------------------------------------------------------------------------------

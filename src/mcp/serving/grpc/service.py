@@ -5,6 +5,10 @@ metadata -> tenant rate limit -> the request's checks (convert.py) -> hold the m
 -> submit (admission control may refuse: RESOURCE_EXHAUSTED) -> answer, or stream one message
 per token. A call the client cancels (or whose deadline passes) cancels its sequence: the
 handler's task is cancelled and ``_Call.finish`` stops the generation and releases the version.
+With ``serving.governance`` the call goes through the same plane as HTTP (``serving/governed.py``):
+the input policy before the model is held (a deny is PERMISSION_DENIED with the rule's reason),
+the output policy on the answer or on each streamed step, and the audit record committed
+before the answer (or the stream's last message) is sent.
 """
 
 from __future__ import annotations
@@ -18,15 +22,17 @@ import grpc
 
 from mcp.engine.sequence import StepOutput
 from mcp.runtime.result import InferResult
-from mcp.serving.generation import Generation
+from mcp.serving import governed
+from mcp.serving.generation import ChoiceEvent, Generation
 from mcp.serving.grpc import convert
 from mcp.serving.grpc._gen import inference_pb2 as pb
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
-from mcp.serving.grpc.context import RequestContext, current
+from mcp.serving.grpc.context import Metadata, RequestContext, current
 from mcp.serving.grpc.status import errors_as_status
 from mcp.serving.host import ModelVersion
 
 if TYPE_CHECKING:
+    from mcp.governance.plane import Inference
     from mcp.serving.http.app import ServerState
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["InferenceService"].full_name
@@ -40,7 +46,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def Infer(self, request: pb.InferRequest, context: grpc.aio.ServicerContext) -> pb.InferResponse:
         async with errors_as_status(context):
-            call = await self._start(request, current())
+            call = await self._start(request, current(), context.invocation_metadata(), "Infer")
             try:
                 steps: list[StepOutput] = []
                 async for event in call.generation.events():
@@ -48,6 +54,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                         steps.append(event.step)
                     if event.result is not None:
                         call.result = event.result
+                await call.settle_whole()
             finally:
                 call.finish()
             return call.response(steps)
@@ -55,12 +62,14 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
     async def InferStream(self, request: pb.InferRequest,
                           context: grpc.aio.ServicerContext) -> AsyncIterator[pb.InferStreamResponse]:
         async with errors_as_status(context):
-            call = await self._start(request, current())
+            call = await self._start(request, current(), context.invocation_metadata(), "InferStream")
             try:
                 async for event in call.generation.events():
-                    if event.result is not None:
-                        call.result = event.result
-                    yield call.chunk(event.text, event.step, event.result)
+                    text, result = call.guarded(event)
+                    if result is not None:
+                        call.result = result
+                        await call.settle()  # the record is committed before the last message
+                    yield call.chunk(text, event.step, result)
             finally:
                 call.finish()
 
@@ -90,20 +99,21 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
             retired = self._state.host.unload(request.name, request.version or None)
             return pb.UnloadModelResponse(retired=[self._info(v) for v in retired])
 
-    async def _start(self, request: pb.InferRequest, context: RequestContext) -> _Call:
-        """Check the request, hold its model version and submit it (refusals come here)."""
+    async def _start(self, request: pb.InferRequest, context: RequestContext, metadata: Metadata | None,
+                     method: str) -> _Call:
+        """Check the request, pass the input policy, hold its model version and submit it
+        (refusals come here)."""
         state = self._state
         prompt = convert.prompt_of(request, state.config)
         options = convert.options_of(request.sampling, context, state.config)
         model = context.model_ref(request.model)
         state.limiter.admit(context.caller.tenant)
-        version = state.host.resolve_and_hold(model)
-        try:
-            generation = await Generation.start(version, [prompt], options, 1)
-        except BaseException:
-            state.host.release(version)
-            raise
-        return _Call(state, context, version, generation, options["logprobs"] is not None)
+        request_id = f"infer-{uuid.uuid4().hex}"
+        version, generation, inference = await governed.start(
+            state.host, state.governance, f"grpc /{SERVICE_NAME}/{method}", dict(metadata or ()), context.caller,
+            request_id, model, [prompt], options, 1, request.user or None, request.WhichOneof("input") == "chat",
+            {"gen_ai.request.temperature": options["temperature"], "gen_ai.request.seed": options["seed"]})
+        return _Call(state, context, version, generation, options["logprobs"] is not None, request_id, inference)
 
     def _info(self, version: ModelVersion, with_source: bool = True) -> pb.ModelVersion:
         current_version = self._state.host.current().get(version.name)
@@ -114,9 +124,10 @@ class _Call:
     """One inference call on its held version: its answer, and its end however it comes."""
 
     def __init__(self, state: ServerState, context: RequestContext, version: ModelVersion, generation: Generation,
-                 logprobs: bool) -> None:
+                 logprobs: bool, request_id: str, inference: Inference | None = None) -> None:
         self.state, self.context, self.version, self.generation = state, context, version, generation
-        self.id = f"infer-{uuid.uuid4().hex}"
+        self.id, self.inference = request_id, inference
+        self.guard = inference.output_guard() if inference is not None else None
         self.result: InferResult | None = None
         self.finished = False
         tokenizer = version.model.engine.tokenizer
@@ -140,11 +151,33 @@ class _Call:
             message.usage.CopyFrom(convert.usage(result))
         return message
 
+    def guarded(self, event: ChoiceEvent) -> tuple[str, InferResult | None]:
+        """A streamed step as the output policy lets it through (a stopped answer ends early)."""
+        if self.guard is None:
+            return event.text, event.result
+        text, result = governed.guard_event_text(self.guard, event.text, event.result)
+        if self.guard.stopped and event.result is None:
+            self.generation.cancel()
+        return text, result
+
+    async def settle_whole(self) -> None:
+        """A whole answer: through the output policy, then its record committed."""
+        if self.guard is not None and self.result is not None:
+            self.result = governed.guard_whole(self.guard, self.result)
+        await self.settle()
+
+    async def settle(self) -> None:
+        if self.inference is not None and self.result is not None:
+            await self.inference.finish(governed.outcome([self.result], [self.guard], model_key=self.version.key))
+
     def finish(self) -> None:
         """Once: stop what still runs, release the version, count the tokens against the tenant."""
         if self.finished:
             return
         self.finished = True
+        if self.inference is not None:  # a call cancelled or failed mid-way: recorded, not awaited
+            results = [self.result] if self.result is not None else []
+            self.inference.finish_soon(governed.outcome(results, [self.guard], "cancelled", self.version.key))
         self.generation.cancel()
         self.state.host.release(self.version)
         if self.result is not None:

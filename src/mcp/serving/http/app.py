@@ -7,7 +7,9 @@ status ``serving.errors.describe`` gives; a bug is a 500 whose traceback goes to
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -16,19 +18,23 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import MCPError
+from mcp.runtime.errors import ConfigError, MCPError
 from mcp.serving.errors import FieldError, PayloadTooLargeError, WireError, describe
 from mcp.serving.host import ModelHost
 from mcp.serving.metrics import ServingMetrics
 from mcp.serving.probe import ProbeWindow
 from mcp.serving.tenants import RateLimiter, TenantDirectory
 
+if TYPE_CHECKING:
+    from mcp.governance.plane import GovernancePlane
+
 logger = logging.getLogger("mcp.serving.http")
+FAULT_DELAY_ENV = "MCP_FAULT_DELAY_MS"
 
 
 @dataclass
 class ServerState:
-    """What the routes share: config, models, tenants, limits, metrics."""
+    """What the routes share: config, models, tenants, limits, metrics, the governance plane."""
 
     config: RuntimeConfig
     host: ModelHost
@@ -37,9 +43,26 @@ class ServerState:
     probe: ProbeWindow = field(default_factory=ProbeWindow)
     metrics: ServingMetrics | None = None
     draining: bool = False  # SIGTERM received: /ready says no, in-flight requests finish
+    fault_delay_s: float = field(default_factory=lambda: fault_delay_from_env())
+    governance: GovernancePlane | None = None  # serving.governance: guardrails, audit, traces
 
     def __post_init__(self) -> None:
         self.metrics = ServingMetrics(self.host, self.probe)
+
+
+def fault_delay_from_env() -> float:
+    """A chaos/test knob: ``$MCP_FAULT_DELAY_MS`` delays every completion request by that many
+    milliseconds before it starts, so a canary instance can be made slow on purpose."""
+    text = os.environ.get(FAULT_DELAY_ENV, "").strip()
+    if not text:
+        return 0.0
+    try:
+        delay_ms = float(text)
+    except ValueError:
+        raise ConfigError(f"${FAULT_DELAY_ENV} is {text!r}; give a number of milliseconds, e.g. 500") from None
+    if delay_ms < 0:
+        raise ConfigError(f"${FAULT_DELAY_ENV} is {text}; give a number of milliseconds >= 0")
+    return delay_ms / 1000
 
 
 def create_app(state: ServerState) -> FastAPI:

@@ -13,9 +13,17 @@ def state_of(request: Request):
 
 
 def caller_of(request: Request, authorization: str | None = Header(None, include_in_schema=False),
-              x_tenant: str | None = Header(None)) -> Caller:
-    """The tenant of the request's API key (401 without a valid one, unless the server runs open)."""
-    return state_of(request).tenants.authenticate(authorization, x_tenant)
+              x_tenant_id: str | None = Header(None, description="on an open server: the tenant; with keys it "
+                                                                 "must name the key's tenant"),
+              x_tenant: str | None = Header(None, deprecated=True,
+                                            description="an alias of x-tenant-id, ignored when keys are set")) -> Caller:
+    """The tenant of the request's API key (401 without a valid one, unless the server runs open).
+    ``x-tenant-id`` means what it means over gRPC; the older ``x-tenant`` only names the tenant of
+    an open server."""
+    tenants = state_of(request).tenants
+    if x_tenant_id is not None:
+        return tenants.authenticate_as(authorization, x_tenant_id)
+    return tenants.authenticate(authorization, x_tenant)
 
 
 def admin_of(caller: Caller = Depends(caller_of)) -> Caller:

@@ -1,11 +1,14 @@
 """``/v1/chat/completions``, ``/v1/completions``, ``/v1/models``: OpenAI's API on the host's models.
 
 A request's path: authenticate (``Authorization: Bearer``) -> tenant rate limit -> check the
-server's limits -> hold the model version (``model``: name, name:version, or empty for the
-default) -> submit every choice (admission control may refuse: 429) -> answer, or stream
+server's limits -> governance input check, when configured (detectors and policy: a deny is
+a 403, a reroute names another model) -> hold the model version (``model``: name,
+name:version, or empty for the default) -> submit every choice (admission control may refuse: 429) -> answer, or stream
 server-sent events. The SLO class comes from the ``x-sla-class`` header, the tenant from the
-key (or, on an open server, the ``x-tenant`` header). A client that goes away cancels its
-sequences; the version is released when the last byte is sent.
+key (or, on an open server, the ``x-tenant-id`` header). A client that goes away cancels its
+sequences; the version is released when the last byte is sent. With governance, each choice's
+text passes the output policy (streamed text on a sliding window) and the audit record is
+committed before the response completes (``serving/governed.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
@@ -24,13 +28,17 @@ from mcp.engine.scheduler.slo import SLOClass
 from mcp.runtime.errors import InvalidRequestError, MCPError
 from mcp.runtime.result import InferResult
 from mcp.serving.errors import FieldError, describe
-from mcp.serving.generation import Generation, Prompt
+from mcp.serving.generation import ChoiceEvent, Generation, Prompt
 from mcp.serving.host import ModelVersion
+from mcp.serving import governed
 from mcp.serving.http import render
 from mcp.serving.http import schemas as s
 from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.tenants import Caller
+
+if TYPE_CHECKING:
+    from mcp.governance.plane import Inference, InferenceOutcome
 
 router = APIRouter(tags=["openai"])
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -118,13 +126,14 @@ def _options(body: s.ChatCompletionRequest | s.CompletionRequest, max_tokens: in
 async def _serve(request: Request, state: ServerState, caller: Caller, body: s.ChatCompletionRequest |
                  s.CompletionRequest, prompts: list[Prompt], options: dict[str, Any], chat: bool):
     state.limiter.admit(caller.tenant)
-    version = state.host.resolve_and_hold(body.model or None)
-    try:
-        generation = await Generation.start(version, prompts, options, body.n)
-    except BaseException:
-        state.host.release(version)
-        raise
-    reply = _Reply(state, caller, version, generation, chat, len(prompts), options["logprobs"] is not None)
+    if state.fault_delay_s:  # the injected delay of $MCP_FAULT_DELAY_MS (a test and chaos knob)
+        await asyncio.sleep(state.fault_delay_s)
+    request_id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+    version, generation, inference = await governed.start(
+        state.host, state.governance, f"{request.method} {request.url.path}", request.headers, caller, request_id,
+        body.model or None, prompts, options, body.n, body.user, chat, _span_attributes(options))
+    reply = _Reply(state, caller, version, generation, chat, len(prompts), options["logprobs"] is not None,
+                   request_id, inference)
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
         return StreamingResponse(reply.stream(usage), media_type="text/event-stream",
@@ -135,14 +144,21 @@ async def _serve(request: Request, state: ServerState, caller: Caller, body: s.C
         reply.finish()
 
 
+def _span_attributes(options: dict[str, Any]) -> dict[str, Any]:
+    return {"gen_ai.request.temperature": options["temperature"], "gen_ai.request.top_p": options["top_p"],
+            "gen_ai.request.top_k": options["top_k"], "gen_ai.request.seed": options["seed"]}
+
+
 class _Reply:
     """One request's answer, whole or streamed, on its held version."""
 
     def __init__(self, state: ServerState, caller: Caller, version: ModelVersion, generation: Generation,
-                 chat: bool, num_prompts: int, logprobs: bool) -> None:
+                 chat: bool, num_prompts: int, logprobs: bool, request_id: str,
+                 inference: Inference | None = None) -> None:
         self.state, self.caller, self.version, self.generation = state, caller, version, generation
         self.chat, self.num_prompts, self.logprobs = chat, num_prompts, logprobs
-        self.id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
+        self.id, self.inference = request_id, inference
+        self.guards = [inference.output_guard() for _ in generation.streams] if inference is not None else []
         self.created = int(time.time())
         self.results: dict[int, InferResult] = {}
         self.finished = False
@@ -160,6 +176,9 @@ class _Reply:
         finally:
             watcher.cancel()
         results = [self.results[i] for i in range(len(steps))]
+        if self.inference is not None:
+            results = [governed.guard_whole(guard, r) for guard, r in zip(self.guards, results)]
+            await self.inference.finish(governed.outcome(results, self.guards, model_key=self.version.key))
         if self.chat:
             return render.chat_response(self.id, self.created, self.version.key, results, steps, self.decode)
         return render.completion_response(self.id, self.created, self.version.key, results, steps, self.decode,
@@ -171,6 +190,7 @@ class _Reply:
                 yield render.sse(self._chat_chunk([s.ChatChunkChoice(index=i, delta=s.ChatDelta(role="assistant"))
                                                    for i in range(len(self.generation.streams))]))
             async for event in self.generation.events():
+                event = self._guarded(event)
                 if event.result is not None:
                     self.results[event.index] = event.result
                 if event.text or event.result is not None or (self.logprobs and event.step is not None):
@@ -178,11 +198,31 @@ class _Reply:
             if include_usage:
                 usage = render.usage([self.results[i] for i in sorted(self.results)], self.num_prompts)
                 yield render.sse(self._chat_chunk([], usage) if self.chat else self._text_chunk([], usage))
+            if self.inference is not None:  # committed before the stream completes
+                await self.inference.finish(self._outcome())
         except MCPError as exc:  # after the 200 went out: the error travels as an event
+            if self.inference is not None:
+                self.inference.finish_soon(self._outcome(f"error:{describe(exc).code or 'engine'}"))
             yield render.sse(s.ErrorResponse.model_validate(describe(exc).body()))
         finally:
+            if self.inference is not None:
+                self.inference.finish_soon(self._outcome("cancelled"))  # the client left: no-op if finished
             self.finish()
         yield render.SSE_DONE
+
+    def _guarded(self, event: ChoiceEvent) -> ChoiceEvent:
+        """The event as the output policy lets it through; a stopped choice ends with content_filter."""
+        if not self.guards:
+            return event
+        guard = self.guards[event.index]
+        text, result = governed.guard_event_text(guard, event.text, event.result)
+        if guard.stopped and event.result is None:
+            self.generation.streams[event.index].cancel()
+        return replace(event, text=text, result=result)
+
+    def _outcome(self, status: str | None = None) -> InferenceOutcome:
+        results = [self.results[i] for i in sorted(self.results)]
+        return governed.outcome(results, self.guards, status, self.version.key)
 
     def _chunk(self, event) -> s.ChatCompletionChunk | s.CompletionResponse:
         reason = event.result.finish_reason if event.result is not None else None

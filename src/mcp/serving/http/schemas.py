@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FinishReason = Literal["stop", "length", "cancelled", "deadline"]
+FinishReason = Literal["stop", "length", "cancelled", "deadline", "content_filter"]  # content_filter: governance
 
 
 class _Request(BaseModel):

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16mcp/v1/inference.proto\x12\x06mcp.v1\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"5\n\x0c\x43onversation\x12%\n\x08messages\x18\x01 \x03(\x0b\x32\x13.mcp.v1.ChatMessage\"\xc0\x03\n\x0eSamplingParams\x12\x17\n\nmax_tokens\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x02 \x01(\x02H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x03 \x01(\x02H\x02\x88\x01\x01\x12\x12\n\x05top_k\x18\x04 \x01(\rH\x03\x88\x01\x01\x12\x12\n\x05min_p\x18\x05 \x01(\x02H\x04\x88\x01\x01\x12\x1f\n\x12repetition_penalty\x18\x06 \x01(\x02H\x05\x88\x01\x01\x12\x1d\n\x10presence_penalty\x18\x07 \x01(\x02H\x06\x88\x01\x01\x12\x1e\n\x11\x66requency_penalty\x18\x08 \x01(\x02H\x07\x88\x01\x01\x12\x11\n\x04seed\x18\t \x01(\x03H\x08\x88\x01\x01\x12\x0c\n\x04stop\x18\n \x03(\t\x12\x15\n\x08logprobs\x18\x0b \x01(\rH\t\x88\x01\x01\x12\x12\n\nignore_eos\x18\x0c \x01(\x08\x42\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x08\n\x06_top_kB\x08\n\x06_min_pB\x15\n\x13_repetition_penaltyB\x13\n\x11_presence_penaltyB\x14\n\x12_frequency_penaltyB\x07\n\x05_seedB\x0b\n\t_logprobs\"\x88\x01\n\x0cInferRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x10\n\x06prompt\x18\x02 \x01(\tH\x00\x12$\n\x04\x63hat\x18\x03 \x01(\x0b\x32\x14.mcp.v1.ConversationH\x00\x12(\n\x08sampling\x18\x04 \x01(\x0b\x32\x16.mcp.v1.SamplingParamsB\x07\n\x05input\"m\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\r\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\r\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\r\x12\x1c\n\x14\x63\x61\x63hed_prompt_tokens\x18\x04 \x01(\r\">\n\nTopLogprob\x12\x10\n\x08token_id\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\x12\x0f\n\x07logprob\x18\x03 \x01(\x02\"j\n\x0cTokenLogprob\x12\x10\n\x08token_id\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\x12\x0f\n\x07logprob\x18\x03 \x01(\x02\x12(\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x12.mcp.v1.TopLogprob\"\xbe\x01\n\rInferResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x11\n\ttoken_ids\x18\x04 \x03(\r\x12+\n\rfinish_reason\x18\x05 \x01(\x0e\x32\x14.mcp.v1.FinishReason\x12\x1c\n\x05usage\x18\x06 \x01(\x0b\x32\r.mcp.v1.Usage\x12&\n\x08logprobs\x18\x07 \x03(\x0b\x32\x14.mcp.v1.TokenLogprob\"\xc4\x01\n\x13InferStreamResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x11\n\ttoken_ids\x18\x04 \x03(\r\x12&\n\x08logprobs\x18\x05 \x03(\x0b\x32\x14.mcp.v1.TokenLogprob\x12+\n\rfinish_reason\x18\x06 \x01(\x0e\x32\x14.mcp.v1.FinishReason\x12\x1c\n\x05usage\x18\x07 \x01(\x0b\x32\r.mcp.v1.Usage\"\x13\n\x11ListModelsRequest\"\x94\x01\n\x0cModelVersion\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x03 \x01(\x08\x12\x11\n\tin_flight\x18\x04 \x01(\r\x12\x17\n\x0fload_to_ready_s\x18\x05 \x01(\x01\x12\x18\n\x10loaded_at_unix_s\x18\x06 \x01(\x03\x12\x0e\n\x06source\x18\x07 \x01(\t\":\n\x12ListModelsResponse\x12$\n\x06models\x18\x01 \x03(\x0b\x32\x14.mcp.v1.ModelVersion\"e\n\x10LoadModelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x11\n\tprecision\x18\x04 \x01(\t\x12\x0f\n\x07standby\x18\x05 \x01(\x08\"8\n\x11LoadModelResponse\x12#\n\x05model\x18\x01 \x01(\x0b\x32\x14.mcp.v1.ModelVersion\"1\n\x10SwapModelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"8\n\x11SwapModelResponse\x12#\n\x05model\x18\x01 \x01(\x0b\x32\x14.mcp.v1.ModelVersion\"3\n\x12UnloadModelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"<\n\x13UnloadModelResponse\x12%\n\x07retired\x18\x01 \x03(\x0b\x32\x14.mcp.v1.ModelVersion*\x98\x01\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1b\n\x17\x46INISH_REASON_CANCELLED\x10\x03\x12\x1a\n\x16\x46INISH_REASON_DEADLINE\x10\x04\x32\x9d\x03\n\x10InferenceService\x12\x34\n\x05Infer\x12\x14.mcp.v1.InferRequest\x1a\x15.mcp.v1.InferResponse\x12\x42\n\x0bInferStream\x12\x14.mcp.v1.InferRequest\x1a\x1b.mcp.v1.InferStreamResponse0\x01\x12\x43\n\nListModels\x12\x19.mcp.v1.ListModelsRequest\x1a\x1a.mcp.v1.ListModelsResponse\x12@\n\tLoadModel\x12\x18.mcp.v1.LoadModelRequest\x1a\x19.mcp.v1.LoadModelResponse\x12@\n\tSwapModel\x12\x18.mcp.v1.SwapModelRequest\x1a\x19.mcp.v1.SwapModelResponse\x12\x46\n\x0bUnloadModel\x12\x1a.mcp.v1.UnloadModelRequest\x1a\x1b.mcp.v1.UnloadModelResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16mcp/v1/inference.proto\x12\x06mcp.v1\",\n\x0b\x43hatMessage\x12\x0c\n\x04role\x18\x01 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x02 \x01(\t\"5\n\x0c\x43onversation\x12%\n\x08messages\x18\x01 \x03(\x0b\x32\x13.mcp.v1.ChatMessage\"\xc0\x03\n\x0eSamplingParams\x12\x17\n\nmax_tokens\x18\x01 \x01(\rH\x00\x88\x01\x01\x12\x18\n\x0btemperature\x18\x02 \x01(\x02H\x01\x88\x01\x01\x12\x12\n\x05top_p\x18\x03 \x01(\x02H\x02\x88\x01\x01\x12\x12\n\x05top_k\x18\x04 \x01(\rH\x03\x88\x01\x01\x12\x12\n\x05min_p\x18\x05 \x01(\x02H\x04\x88\x01\x01\x12\x1f\n\x12repetition_penalty\x18\x06 \x01(\x02H\x05\x88\x01\x01\x12\x1d\n\x10presence_penalty\x18\x07 \x01(\x02H\x06\x88\x01\x01\x12\x1e\n\x11\x66requency_penalty\x18\x08 \x01(\x02H\x07\x88\x01\x01\x12\x11\n\x04seed\x18\t \x01(\x03H\x08\x88\x01\x01\x12\x0c\n\x04stop\x18\n \x03(\t\x12\x15\n\x08logprobs\x18\x0b \x01(\rH\t\x88\x01\x01\x12\x12\n\nignore_eos\x18\x0c \x01(\x08\x42\r\n\x0b_max_tokensB\x0e\n\x0c_temperatureB\x08\n\x06_top_pB\x08\n\x06_top_kB\x08\n\x06_min_pB\x15\n\x13_repetition_penaltyB\x13\n\x11_presence_penaltyB\x14\n\x12_frequency_penaltyB\x07\n\x05_seedB\x0b\n\t_logprobs\"\x96\x01\n\x0cInferRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x10\n\x06prompt\x18\x02 \x01(\tH\x00\x12$\n\x04\x63hat\x18\x03 \x01(\x0b\x32\x14.mcp.v1.ConversationH\x00\x12(\n\x08sampling\x18\x04 \x01(\x0b\x32\x16.mcp.v1.SamplingParams\x12\x0c\n\x04user\x18\x05 \x01(\tB\x07\n\x05input\"m\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\r\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\r\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\r\x12\x1c\n\x14\x63\x61\x63hed_prompt_tokens\x18\x04 \x01(\r\">\n\nTopLogprob\x12\x10\n\x08token_id\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\x12\x0f\n\x07logprob\x18\x03 \x01(\x02\"j\n\x0cTokenLogprob\x12\x10\n\x08token_id\x18\x01 \x01(\r\x12\r\n\x05token\x18\x02 \x01(\t\x12\x0f\n\x07logprob\x18\x03 \x01(\x02\x12(\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x12.mcp.v1.TopLogprob\"\xbe\x01\n\rInferResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x11\n\ttoken_ids\x18\x04 \x03(\r\x12+\n\rfinish_reason\x18\x05 \x01(\x0e\x32\x14.mcp.v1.FinishReason\x12\x1c\n\x05usage\x18\x06 \x01(\x0b\x32\r.mcp.v1.Usage\x12&\n\x08logprobs\x18\x07 \x03(\x0b\x32\x14.mcp.v1.TokenLogprob\"\xc4\x01\n\x13InferStreamResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05model\x18\x02 \x01(\t\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x11\n\ttoken_ids\x18\x04 \x03(\r\x12&\n\x08logprobs\x18\x05 \x03(\x0b\x32\x14.mcp.v1.TokenLogprob\x12+\n\rfinish_reason\x18\x06 \x01(\x0e\x32\x14.mcp.v1.FinishReason\x12\x1c\n\x05usage\x18\x07 \x01(\x0b\x32\r.mcp.v1.Usage\"\x13\n\x11ListModelsRequest\"\x94\x01\n\x0cModelVersion\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x0f\n\x07\x63urrent\x18\x03 \x01(\x08\x12\x11\n\tin_flight\x18\x04 \x01(\r\x12\x17\n\x0fload_to_ready_s\x18\x05 \x01(\x01\x12\x18\n\x10loaded_at_unix_s\x18\x06 \x01(\x03\x12\x0e\n\x06source\x18\x07 \x01(\t\":\n\x12ListModelsResponse\x12$\n\x06models\x18\x01 \x03(\x0b\x32\x14.mcp.v1.ModelVersion\"e\n\x10LoadModelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x11\n\tprecision\x18\x04 \x01(\t\x12\x0f\n\x07standby\x18\x05 \x01(\x08\"8\n\x11LoadModelResponse\x12#\n\x05model\x18\x01 \x01(\x0b\x32\x14.mcp.v1.ModelVersion\"1\n\x10SwapModelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"8\n\x11SwapModelResponse\x12#\n\x05model\x18\x01 \x01(\x0b\x32\x14.mcp.v1.ModelVersion\"3\n\x12UnloadModelRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\"<\n\x13UnloadModelResponse\x12%\n\x07retired\x18\x01 \x03(\x0b\x32\x14.mcp.v1.ModelVersion*\xba\x01\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1b\n\x17\x46INISH_REASON_CANCELLED\x10\x03\x12\x1a\n\x16\x46INISH_REASON_DEADLINE\x10\x04\x12 \n\x1c\x46INISH_REASON_CONTENT_FILTER\x10\x05\x32\x9d\x03\n\x10InferenceService\x12\x34\n\x05Infer\x12\x14.mcp.v1.InferRequest\x1a\x15.mcp.v1.InferResponse\x12\x42\n\x0bInferStream\x12\x14.mcp.v1.InferRequest\x1a\x1b.mcp.v1.InferStreamResponse0\x01\x12\x43\n\nListModels\x12\x19.mcp.v1.ListModelsRequest\x1a\x1a.mcp.v1.ListModelsResponse\x12@\n\tLoadModel\x12\x18.mcp.v1.LoadModelRequest\x1a\x19.mcp.v1.LoadModelResponse\x12@\n\tSwapModel\x12\x18.mcp.v1.SwapModelRequest\x1a\x19.mcp.v1.SwapModelResponse\x12\x46\n\x0bUnloadModel\x12\x1a.mcp.v1.UnloadModelRequest\x1a\x1b.mcp.v1.UnloadModelResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'mcp.v1.inference_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FINISHREASON']._serialized_start=2018
-  _globals['_FINISHREASON']._serialized_end=2170
+  _globals['_FINISHREASON']._serialized_start=2032
+  _globals['_FINISHREASON']._serialized_end=2218
   _globals['_CHATMESSAGE']._serialized_start=34
   _globals['_CHATMESSAGE']._serialized_end=78
   _globals['_CONVERSATION']._serialized_start=80
@@ -40,35 +40,35 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SAMPLINGPARAMS']._serialized_start=136
   _globals['_SAMPLINGPARAMS']._serialized_end=584
   _globals['_INFERREQUEST']._serialized_start=587
-  _globals['_INFERREQUEST']._serialized_end=723
-  _globals['_USAGE']._serialized_start=725
-  _globals['_USAGE']._serialized_end=834
-  _globals['_TOPLOGPROB']._serialized_start=836
-  _globals['_TOPLOGPROB']._serialized_end=898
-  _globals['_TOKENLOGPROB']._serialized_start=900
-  _globals['_TOKENLOGPROB']._serialized_end=1006
-  _globals['_INFERRESPONSE']._serialized_start=1009
-  _globals['_INFERRESPONSE']._serialized_end=1199
-  _globals['_INFERSTREAMRESPONSE']._serialized_start=1202
-  _globals['_INFERSTREAMRESPONSE']._serialized_end=1398
-  _globals['_LISTMODELSREQUEST']._serialized_start=1400
-  _globals['_LISTMODELSREQUEST']._serialized_end=1419
-  _globals['_MODELVERSION']._serialized_start=1422
-  _globals['_MODELVERSION']._serialized_end=1570
-  _globals['_LISTMODELSRESPONSE']._serialized_start=1572
-  _globals['_LISTMODELSRESPONSE']._serialized_end=1630
-  _globals['_LOADMODELREQUEST']._serialized_start=1632
-  _globals['_LOADMODELREQUEST']._serialized_end=1733
-  _globals['_LOADMODELRESPONSE']._serialized_start=1735
-  _globals['_LOADMODELRESPONSE']._serialized_end=1791
-  _globals['_SWAPMODELREQUEST']._serialized_start=1793
-  _globals['_SWAPMODELREQUEST']._serialized_end=1842
-  _globals['_SWAPMODELRESPONSE']._serialized_start=1844
-  _globals['_SWAPMODELRESPONSE']._serialized_end=1900
-  _globals['_UNLOADMODELREQUEST']._serialized_start=1902
-  _globals['_UNLOADMODELREQUEST']._serialized_end=1953
-  _globals['_UNLOADMODELRESPONSE']._serialized_start=1955
-  _globals['_UNLOADMODELRESPONSE']._serialized_end=2015
-  _globals['_INFERENCESERVICE']._serialized_start=2173
-  _globals['_INFERENCESERVICE']._serialized_end=2586
+  _globals['_INFERREQUEST']._serialized_end=737
+  _globals['_USAGE']._serialized_start=739
+  _globals['_USAGE']._serialized_end=848
+  _globals['_TOPLOGPROB']._serialized_start=850
+  _globals['_TOPLOGPROB']._serialized_end=912
+  _globals['_TOKENLOGPROB']._serialized_start=914
+  _globals['_TOKENLOGPROB']._serialized_end=1020
+  _globals['_INFERRESPONSE']._serialized_start=1023
+  _globals['_INFERRESPONSE']._serialized_end=1213
+  _globals['_INFERSTREAMRESPONSE']._serialized_start=1216
+  _globals['_INFERSTREAMRESPONSE']._serialized_end=1412
+  _globals['_LISTMODELSREQUEST']._serialized_start=1414
+  _globals['_LISTMODELSREQUEST']._serialized_end=1433
+  _globals['_MODELVERSION']._serialized_start=1436
+  _globals['_MODELVERSION']._serialized_end=1584
+  _globals['_LISTMODELSRESPONSE']._serialized_start=1586
+  _globals['_LISTMODELSRESPONSE']._serialized_end=1644
+  _globals['_LOADMODELREQUEST']._serialized_start=1646
+  _globals['_LOADMODELREQUEST']._serialized_end=1747
+  _globals['_LOADMODELRESPONSE']._serialized_start=1749
+  _globals['_LOADMODELRESPONSE']._serialized_end=1805
+  _globals['_SWAPMODELREQUEST']._serialized_start=1807
+  _globals['_SWAPMODELREQUEST']._serialized_end=1856
+  _globals['_SWAPMODELRESPONSE']._serialized_start=1858
+  _globals['_SWAPMODELRESPONSE']._serialized_end=1914
+  _globals['_UNLOADMODELREQUEST']._serialized_start=1916
+  _globals['_UNLOADMODELREQUEST']._serialized_end=1967
+  _globals['_UNLOADMODELRESPONSE']._serialized_start=1969
+  _globals['_UNLOADMODELRESPONSE']._serialized_end=2029
+  _globals['_INFERENCESERVICE']._serialized_start=2221
+  _globals['_INFERENCESERVICE']._serialized_end=2634
 # @@protoc_insertion_point(module_scope)

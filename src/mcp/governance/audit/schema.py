@@ -1,0 +1,71 @@
+"""The audit tables (SQLAlchemy Core); the Alembic revisions in ``migrations/`` create them.
+
+``audit_records`` is the chain: each row holds the sha256 of its predecessor and its own.
+Triggers refuse UPDATE on it, and DELETE of any record the newest ``audit_anchors`` row does
+not cover (``prune`` writes the anchor first, then deletes the records before it). Anchors are
+append-only. ``audit_head`` is one row: the last record's sequence number and hash, locked by
+each append (so several server processes may share a database) and checked by ``verify``
+(a deleted tail shows there). Captures and subject keys lie outside the chain: erasing them
+leaves every record, and so the chain, intact.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Integer, LargeBinary, MetaData, String, Table, Text
+
+metadata = MetaData()
+
+records = Table(
+    "audit_records", metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("at_us", BigInteger, nullable=False, index=True),  # wall clock, microseconds since the epoch
+    Column("request_id", String(100), nullable=False),
+    Column("trace_id", String(32)),
+    Column("tenant", String(200), nullable=False),
+    Column("subject", String(64), index=True),  # pseudonymous user id (keyed HMAC)
+    Column("model", String(200)),
+    Column("model_version", String(100)),
+    Column("route", String(200), nullable=False),
+    Column("decisions", Text, nullable=False),  # canonical JSON list
+    Column("prompt_sha256", String(64), nullable=False),
+    Column("output_sha256", String(64)),
+    Column("prompt_tokens", Integer, nullable=False),
+    Column("completion_tokens", Integer, nullable=False),
+    Column("latency_us", BigInteger, nullable=False),
+    Column("status", String(100), nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False, unique=True),
+)
+
+head = Table(
+    "audit_head", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("hash", String(64), nullable=False),
+)
+
+anchors = Table(
+    "audit_anchors", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("last_seq", BigInteger, nullable=False),  # the newest record pruned
+    Column("hash", String(64), nullable=False),  # its hash: the first kept record's prev_hash
+    Column("at_us", BigInteger, nullable=False),
+    Column("num_pruned", BigInteger, nullable=False),
+)
+
+subject_keys = Table(
+    "audit_subject_keys", metadata,
+    Column("subject", String(64), primary_key=True),
+    Column("wrapped_key", LargeBinary, nullable=False),  # AES-GCM under the key file's wrapping key
+    Column("created_us", BigInteger, nullable=False),
+)
+
+captures = Table(
+    "audit_captures", metadata,
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),  # the record's
+    Column("subject", String(64), nullable=False, index=True),
+    Column("nonce", LargeBinary, nullable=False),
+    Column("ciphertext", LargeBinary, nullable=False),  # JSON {"prompt", "output"}, AAD = the record's hash
+)
+
+GENESIS = "0" * 64  # the prev_hash of the first record ever

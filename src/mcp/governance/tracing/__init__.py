@@ -1,0 +1,1 @@
+"""OpenTelemetry spans of inferences (GenAI semantic conventions), exported over OTLP/HTTP."""
