@@ -21,7 +21,7 @@ COPY src src
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
 RUN python -m venv /opt/mcp2026 \
     && /opt/mcp2026/bin/pip install --no-cache-dir -c constraints/cpu.txt --index-url "${TORCH_INDEX_URL}" torch \
-    && /opt/mcp2026/bin/pip install --no-cache-dir -c constraints/cpu.txt '.[serve,gateway]'
+    && /opt/mcp2026/bin/pip install --no-cache-dir -c constraints/cpu.txt '.[serve,gateway,governance]'
 
 FROM ${PYTHON_IMAGE}
 # libgomp1: the kernels' OpenMP runtime (torch's copy is used when torch loads first)
