@@ -38,8 +38,10 @@ demo: $(STAMP) mcp-config.yaml
 	$(BIN)/python examples/quickstart.py
 
 # The registry tests need PostgreSQL on 127.0.0.1:5432: .ci/postgres starts it or says why not.
+# The deploy/ tests need promtool and prometheus: .ci/ops-tools installs them when missing.
 test: $(TEST_STAMP)
 	bash .ci/postgres
+	bash .ci/ops-tools
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

@@ -5,7 +5,9 @@ only update counters and histograms. Gauges (running, waiting, KV usage, prefix 
 read from ``loop.stats()`` when Prometheus scrapes. Labels are ``model``, ``version`` and
 ``slo_class`` (plus ``finished_reason`` on the finish counter): never a tenant or request id.
 ``mcp_request_queue_time_seconds`` is submit -> the loop taking the request; prefill time is
-the rest of the TTFT; decode time is first token -> end.
+the rest of the TTFT; decode time is first token -> end. The ``mcp_latency_drift*`` gauges are
+the state of mcp.ops.drift's detectors over the e2e and TTFT histograms, ticked on a thread of
+their own, so a server without Prometheus still sees its baseline drift.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from mcp.engine.hooks import GenerationCompleted, HookHandle, SequenceStarted, TokenGenerated
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
+from mcp.ops.drift import DriftDetector, DriftMonitor, DriftRule, buckets_by_model
 from mcp.serving.host import ModelHost, ModelVersion
 from mcp.serving.probe import ProbeWindow, Sample
 
@@ -41,7 +44,10 @@ class ServingMetrics:
         self._slo: dict[tuple[str, str, str], list[int]] = {}  # labels -> [good, all]
         self._oom: dict[tuple[str, str], int] = {}
         self._define()
+        self.drift = [DriftDetector("e2e", lambda: buckets_by_model(self.e2e)),
+                      DriftDetector("ttft", lambda: buckets_by_model(self.ttft))]
         self.registry.register(_LiveCollector(self))
+        DriftMonitor(self.drift, DriftRule().interval_s).start()
         host.add_listeners(self.attach, self.detach)
 
     def _define(self) -> None:
@@ -173,7 +179,7 @@ class _LiveCollector:
             queries.add_metric(key, stats.prefix_query_tokens)
             hits.add_metric(key, stats.prefix_hit_tokens)
             ready.add_metric(key, version.load_to_ready_s)
-        yield from (running, waiting, kv, queries, hits, ready, *self._slo(), self._oom())
+        yield from (running, waiting, kv, queries, hits, ready, *self._slo(), self._oom(), *self._drift())
 
     def _slo(self) -> Iterator:
         good = CounterMetricFamily("mcp_slo_good_requests", "Requests that met their class's TTFT and TPOT",
@@ -187,6 +193,21 @@ class _LiveCollector:
             total.add_metric(list(labels), num_all)
             share.add_metric(list(labels), num_good / num_all)
         return good, total, share
+
+    def _drift(self) -> tuple[GaugeMetricFamily, ...]:
+        """The in-process drift detector's state (mcp.ops.drift), per model and latency."""
+        labels = ["model", "latency"]
+        drifting = GaugeMetricFamily("mcp_latency_drift", "1 while p95 > 2x its 7-day median for 3 min", labels=labels)
+        value = GaugeMetricFamily("mcp_latency_drift_p95_seconds", "p95 over the last 5 min", labels=labels)
+        baseline = GaugeMetricFamily("mcp_latency_drift_baseline_seconds", "Median of the p95s of 7 days",
+                                     labels=labels)
+        for detector in self.m.drift:
+            for state in detector.states():
+                key = [state.model, detector.name]
+                drifting.add_metric(key, float(state.drifting))
+                value.add_metric(key, state.value_s)
+                baseline.add_metric(key, state.baseline_s)
+        return drifting, value, baseline
 
     def _oom(self) -> CounterMetricFamily:
         oom = CounterMetricFamily("mcp_oom", "Requests ended by an out-of-memory error", labels=["model", "version"])
