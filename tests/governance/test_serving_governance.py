@@ -114,6 +114,31 @@ def test_a_streamed_answer_has_its_record_too(governed, client) -> None:
     assert record["output_sha256"] == hashlib.sha256(text.encode()).hexdigest()
 
 
+def _sample(metrics: str, name: str, **labels: str) -> float:
+    wanted = "{" + ",".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else ""  # sorted, as exposed
+    for line in metrics.splitlines():
+        if line.startswith(name + wanted + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_metrics_count_decisions_by_rule_and_audit_writes(governed, client) -> None:
+    server, folder = governed
+    before = httpx.get(server.url + "/metrics", timeout=30).text
+    with pytest.raises(openai.PermissionDeniedError):
+        client.completions.create(model="tiny", prompt=f"use {KEY} please", max_tokens=2)
+    client.completions.create(model="tiny", prompt="Hello", max_tokens=2, temperature=0)
+    after = httpx.get(server.url + "/metrics", timeout=30).text
+    deny = {"stage": "input", "action": "deny", "rule": "input.credentials"}
+    allow = {"stage": "input", "action": "allow", "rule": ""}
+    assert _sample(after, "mcp_policy_decisions_total", **deny) == _sample(before, "mcp_policy_decisions_total", **deny) + 1
+    assert _sample(after, "mcp_policy_decisions_total", **allow) >= _sample(before, "mcp_policy_decisions_total", **allow) + 1
+    for status in ("denied", "ok"):
+        assert _sample(after, "mcp_audit_records_total", status=status) >= \
+            _sample(before, "mcp_audit_records_total", status=status) + 1
+    assert _sample(after, "mcp_audit_write_lag_seconds_count") >= _sample(before, "mcp_audit_write_lag_seconds_count") + 2
+
+
 def test_spans_follow_genai_conventions_and_carry_no_prompt_text(governed, receiver) -> None:
     server, folder = governed
     prompt = "The secret codeword is periwinkle"

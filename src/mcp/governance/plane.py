@@ -26,6 +26,7 @@ from mcp.governance.audit.maintenance import RetentionKeeper
 from mcp.governance.detectors.scanner import Finding, Scanner, redact
 from mcp.governance.errors import PolicyDeniedByRule
 from mcp.governance.guard import OutputGuard
+from mcp.governance.metrics import GovernanceMetrics
 from mcp.governance.policy.decision import Decision
 from mcp.governance.policy.bundle import SHIPPED
 from mcp.governance.policy.engine import PolicyEngine, RegoPolicyEngine
@@ -70,6 +71,11 @@ class GovernancePlane:
         self.policy, self.scanner, self.tracer, self.audit = policy, scanner, tracer, audit
         self.capture, self.window_chars = capture, window_chars
         self._retention: RetentionKeeper | None = None
+        self.metrics: GovernanceMetrics | None = None  # set by register_metrics
+
+    def register_metrics(self, registry) -> None:
+        """Export decisions and audit writes on ``registry`` (the server's /metrics)."""
+        self.metrics = GovernanceMetrics(registry)
 
     @classmethod
     def from_config(cls, config: GovernanceConfig, service_name: str) -> GovernancePlane:
@@ -111,6 +117,8 @@ class GovernancePlane:
                            "mcp.policy.rules": list(decision.as_record()["rules"]),
                            "mcp.findings": sorted({f.kind for f in findings})})
         inference = Inference(self, request, subject, span, decision, findings, started_ns)
+        if self.metrics is not None:
+            self.metrics.decided(decision)
         if decision.deny:
             hit = decision.deny[0]
             await inference.finish(InferenceOutcome(status="denied"), error_type="policy_denied")
@@ -185,7 +193,9 @@ class Inference:
                         "tenant": {"name": self.request.tenant}, "user": self.subject,
                         "model": {"requested": self.request.model or ""},
                         "findings": policy_findings(findings)}
-            self._output_decisions[key] = self.plane.policy.evaluate("output", document)
+            decision = self._output_decisions[key] = self.plane.policy.evaluate("output", document)
+            if self.plane.metrics is not None:
+                self.plane.metrics.decided(decision)
         return self._output_decisions[key]
 
     async def finish(self, outcome: InferenceOutcome, error_type: str | None = None) -> None:
@@ -197,7 +207,11 @@ class Inference:
         if self.plane.audit is None:
             return
         entry, capture = self._record(outcome)
+        submitted = time.perf_counter()
         await self.plane.audit.append_async(entry, capture)
+        if self.plane.metrics is not None:
+            self.plane.metrics.audit_lag.observe(time.perf_counter() - submitted)
+            self.plane.metrics.audit_records.labels(outcome.status).inc()
 
     def finish_soon(self, outcome: InferenceOutcome) -> None:
         """The same, without waiting for the commit (a request whose client already left)."""
@@ -207,6 +221,8 @@ class Inference:
         self._end_span(outcome, None)
         if self.plane.audit is not None:
             self.plane.audit.submit(*self._record(outcome))
+            if self.plane.metrics is not None:
+                self.plane.metrics.audit_records.labels(outcome.status).inc()
 
     def _record(self, outcome: InferenceOutcome) -> tuple[AuditEntry, Capture | None]:
         decisions = [self.input_decision.as_record()]

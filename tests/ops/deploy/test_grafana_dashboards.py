@@ -60,14 +60,7 @@ def test_every_dashboard_is_listed() -> None:
     assert {path.stem for path in DASHBOARDS.glob("*.json")} == set(SOURCES)
 
 
-# The governance plane exports no Prometheus metrics yet: its dashboard names the ones it should
-# (mcp_policy_decisions_total{action, rule}, mcp_audit_records_total, mcp_audit_write_lag_seconds).
-# Strict: once they are registered this check passes, and the mark must go.
-GOVERNANCE_GAP = pytest.mark.xfail(strict=True, reason="src/mcp/governance registers no Prometheus metrics yet")
-
-
-@pytest.mark.parametrize("dashboard", [pytest.param(name, marks=GOVERNANCE_GAP) if name == "governance" else name
-                                       for name in sorted(SOURCES)])
+@pytest.mark.parametrize("dashboard", sorted(SOURCES))
 def test_panels_use_only_exported_metrics(dashboard: str) -> None:
     sources = [ROOT / path for path in SOURCES[dashboard]]
     absent = [str(path.relative_to(ROOT)) for path in sources if not path.exists()]

@@ -48,6 +48,8 @@ class ServerState:
 
     def __post_init__(self) -> None:
         self.metrics = ServingMetrics(self.host, self.probe)
+        if self.governance is not None:
+            self.governance.register_metrics(self.metrics.registry)
 
 
 def fault_delay_from_env() -> float:
