@@ -4,7 +4,7 @@ On a machine that other processes share, load changes from minute to minute; eng
 each engine in its own window, so its ratio can mix two loads. This runs one 128-token greedy
 decode of each contender per round, in turn, for several rounds, and prints the median tok/s
 of each and its ratio to llama.cpp's: ours with the native step and exact dots (the auto
-plan), with int8 dots, and with the torch modules per step; llama.cpp 0.3.36 on the GGUF.
+plan), with int8 and int8x2 dots, and with the torch modules per step; llama.cpp 0.3.36 on the GGUF.
 Numbers, not a test.
 
     .venv/bin/python benchmarks/decode_side_by_side.py [--rounds 5] [--threads 2] [--tokens 128]
@@ -26,6 +26,7 @@ from mcp.runtime.session import Session
 PROMPT = "The capital of France is"
 OURS = {"ours, native step, exact dots": {"decode_dots": "exact"},
         "ours, native step, int8 dots": {"decode_dots": "int8"},
+        "ours, native step, int8x2 dots": {"decode_dots": "int8x2"},
         "ours, torch step, exact dots": {"decode_dots": "exact", "native_step": False}}
 
 
