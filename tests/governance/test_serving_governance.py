@@ -157,7 +157,7 @@ def test_spans_follow_genai_conventions_and_carry_no_prompt_text(governed, recei
     assert attributes["llm.prompt.hash"] == hashlib.sha256(prompt.encode()).hexdigest()
     assert attributes["gen_ai.response.finish_reasons"] == [response.json()["choices"][0]["finish_reason"]]
     children = receiver.wait_for(lambda s: s["trace_id"] == TRACE_ID and s["parent_span_id"] == span["span_id"])
-    assert {"policy input", "prefill", "decode", "policy output"} <= {s["name"] for s in children}
+    assert {"policy input", "queue", "prefill", "decode", "policy output"} <= {s["name"] for s in children}
     assert _records(folder)[response.json()["id"]]["trace_id"] == TRACE_ID
     assert not any(b"periwinkle" in body for body in receiver.bodies)
 

@@ -51,6 +51,7 @@ def test_result_after_the_stream_is_read_to_its_end(model):
     assert result is not None and result.text == text
     assert result.finish_reason in ("stop", "length") and result.usage.completion_tokens == len(result.token_ids)
     assert 0 < result.timings.ttft_s <= result.timings.total_s
+    assert 0 <= result.timings.queue_s < result.timings.ttft_s  # it left the queue before its first token
     again = model.infer(PROMPT, temperature=0.0, max_tokens=16)
     assert (again.text, again.token_ids, again.finish_reason) == (result.text, result.token_ids, result.finish_reason)
     assert list(stream) == []  # exhausted stays exhausted

@@ -30,11 +30,17 @@ logger = logging.getLogger("mcp.engine.hooks")
 
 @dataclass(frozen=True)
 class RequestTimings:
-    """``time.monotonic()`` seconds: submitted, first token (None before it), ended (None before)."""
+    """``time.monotonic()`` seconds: submitted, first token (None before it), ended (None before),
+    and scheduled: when its first chunk went into a step, leaving the queue (None if it never did)."""
 
     arrival_s: float
     first_token_s: float | None = None
     finished_s: float | None = None
+    scheduled_s: float | None = None
+
+    @property
+    def queue_s(self) -> float | None:
+        return None if self.scheduled_s is None else self.scheduled_s - self.arrival_s
 
     @property
     def ttft_s(self) -> float | None:

@@ -23,6 +23,7 @@ class LiveRequest:
     sequence: SequenceState
     handle: RequestHandle
     num_cached_tokens: int | None = None  # prompt tokens the prefix cache gave on its first schedule
+    scheduled_s: float | None = None  # when that first schedule was: the request left the queue
 
     @property
     def slo_class(self) -> str:
@@ -39,7 +40,7 @@ class LiveRequest:
 
     def outcome(self, reason: str, now: float, tail_text: str, error: Exception | None) -> RequestOutcome:
         r = self.request
-        timings = RequestTimings(r.arrival_s, r.first_token_s, now)
+        timings = RequestTimings(r.arrival_s, r.first_token_s, now, self.scheduled_s)
         return RequestOutcome(r.request_id, reason, len(r.prompt_ids), len(self.sequence.generated_ids),
                               self.num_cached_tokens or 0, r.num_preemptions, timings, tail_text, error)
 

@@ -202,7 +202,7 @@ class EngineLoop:
         for chunk in output.chunks:
             live = self._live[chunk.request.request_id]
             if live.num_cached_tokens is None:  # its first schedule: the prefix cache gave chunk.start
-                live.num_cached_tokens = chunk.start
+                live.num_cached_tokens, live.scheduled_s = chunk.start, now
             stop = chunk.start + chunk.num_tokens
             chunks.append(StepChunk(chunk_token_ids(chunk.request, chunk.start, stop), chunk.start,
                                     self.kv.block_table(chunk.request.request_id), chunk.samples))

@@ -63,6 +63,7 @@ class InferenceOutcome:
     finish_reasons: tuple[str, ...] = ()
     ttft_s: float | None = None
     total_s: float | None = None
+    queue_s: float | None = None  # of the TTFT, waiting in the scheduler's queue
 
 
 class GovernancePlane:
@@ -246,7 +247,9 @@ class Inference:
         if outcome.ttft_s is not None and outcome.total_s is not None:
             submitted_ns = now_ns - int(outcome.total_s * 1e9)
             first_ns = submitted_ns + int(outcome.ttft_s * 1e9)
-            tracer.child(self.span, "prefill", submitted_ns, first_ns, {"mcp.includes_queue": True})
+            scheduled_ns = submitted_ns + int((outcome.queue_s or 0.0) * 1e9)
+            tracer.child(self.span, "queue", submitted_ns, scheduled_ns)
+            tracer.child(self.span, "prefill", scheduled_ns, first_ns)
             tracer.child(self.span, "decode", first_ns, now_ns)
         check_ns = sum(g.check_ns for g in self.guards)
         if self.guards:

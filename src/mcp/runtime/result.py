@@ -20,11 +20,13 @@ class Usage:
 
 @dataclass(frozen=True)
 class Timings:
-    """Seconds from submission: to the first token, mean per output token after it, in all."""
+    """Seconds from submission: to the first token, mean per output token after it, in all; and
+    the part of the TTFT spent waiting in the scheduler's queue (None: it never left it)."""
 
     ttft_s: float
     tpot_s: float
     total_s: float
+    queue_s: float | None = None
 
     @classmethod
     def from_request(cls, timings: RequestTimings, num_tokens: int) -> Timings:
@@ -32,7 +34,7 @@ class Timings:
         total = timings.total_s or 0.0
         ttft = timings.ttft_s if timings.ttft_s is not None else total  # ended before a first token
         tpot = (total - ttft) / (num_tokens - 1) if num_tokens > 1 else 0.0
-        return cls(ttft, tpot, total)
+        return cls(ttft, tpot, total, timings.queue_s)
 
 
 @dataclass(frozen=True)

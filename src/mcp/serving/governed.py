@@ -112,7 +112,8 @@ def outcome(results: Sequence[InferResult], guards: Sequence[OutputGuard], statu
         prompt_tokens=sum(r.usage.prompt_tokens for r in results),
         completion_tokens=sum(r.usage.completion_tokens for r in results),
         finish_reasons=tuple(r.finish_reason for r in results),
-        ttft_s=first.timings.ttft_s if first else None, total_s=first.timings.total_s if first else None)
+        ttft_s=first.timings.ttft_s if first else None, total_s=first.timings.total_s if first else None,
+        queue_s=first.timings.queue_s if first else None)
 
 
 def _texts(prompts: list[Prompt]) -> list[str]:

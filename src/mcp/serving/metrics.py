@@ -4,8 +4,9 @@ Each loaded model version gets three hooks (engine/hooks.py); they run on its lo
 only update counters and histograms. Gauges (running, waiting, KV usage, prefix cache) are
 read from ``loop.stats()`` when Prometheus scrapes. Labels are ``model``, ``version`` and
 ``slo_class`` (plus ``finished_reason`` on the finish counter): never a tenant or request id.
-``mcp_request_queue_time_seconds`` is submit -> the loop taking the request; prefill time is
-the rest of the TTFT; decode time is first token -> end. The ``mcp_latency_drift*`` gauges are
+``mcp_request_queue_time_seconds`` is submit -> the request's first chunk in a step (it left
+the scheduler's queue; observed when the request ends, not at all for one cancelled while it
+waited); prefill time is the rest of the TTFT; decode time is first token -> end. The ``mcp_latency_drift*`` gauges are
 the state of mcp.ops.drift's detectors over the e2e and TTFT histograms, ticked on a thread of
 their own, so a server without Prometheus still sees its baseline drift.
 """
@@ -63,7 +64,7 @@ class ServingMetrics:
                              buckets=TOKEN_GAP_BUCKETS, registry=r)
         self.e2e = Histogram("mcp_e2e_request_latency_seconds", "Submit to end", LABELS,
                              buckets=E2E_BUCKETS, registry=r)
-        self.queue = Histogram("mcp_request_queue_time_seconds", "Submit to the loop taking the request",
+        self.queue = Histogram("mcp_request_queue_time_seconds", "Submit to the first chunk in a step",
                                LABELS, buckets=LATENCY_BUCKETS, registry=r)
         self.prefill = Histogram("mcp_request_prefill_time_seconds", "Loop taking the request to first token",
                                  LABELS, buckets=LATENCY_BUCKETS, registry=r)
@@ -109,9 +110,7 @@ class _VersionRecorder:
         return self.name, self.version, slo_class
 
     def started(self, event: SequenceStarted) -> None:
-        now = time.monotonic()
-        self.started_at[event.request_id] = now
-        self.m.queue.labels(*self.labels(event.slo_class)).observe(now - event.arrival_s)
+        self.started_at[event.request_id] = time.monotonic()
 
     def token(self, event: TokenGenerated) -> None:
         last = self.last_token_at.get(event.request_id)
@@ -130,9 +129,11 @@ class _VersionRecorder:
         m.preemptions.labels(*labels).inc(event.num_preemptions)
         total = t.total_s or 0.0
         m.e2e.labels(*labels).observe(total)
+        if t.scheduled_s is not None:
+            m.queue.labels(*labels).observe(t.queue_s)
         if t.first_token_s is not None:
             m.ttft.labels(*labels).observe(t.ttft_s)
-            m.prefill.labels(*labels).observe(max(0.0, t.first_token_s - started))
+            m.prefill.labels(*labels).observe(max(0.0, t.first_token_s - (t.scheduled_s or started)))
             m.decode.labels(*labels).observe(t.finished_s - t.first_token_s)
         ok = event.finish_reason in ("stop", "length")
         failed = event.finish_reason in ("error", "deadline")  # a client's cancel is not the server's fault
