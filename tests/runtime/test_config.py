@@ -128,6 +128,8 @@ scheduler:
   sink_tokens: 4
   window_tokens: 512
   aging_s: 4
+  pacing_margin: 0.1
+  pacing_min_allowance: 0.75
   slo_targets:
     critical: {ttft_s: 0.5, tpot_s: 0.05}
     low: {ttft_s: 60}
@@ -137,6 +139,7 @@ scheduler:
     assert (loop.policy, loop.block_size, loop.kv_cache_bytes, loop.enable_prefix_caching, loop.aging_s) == (
         "fcfs", 32, 1_000_000_000, False, 4.0)
     assert (loop.sink_tokens, loop.window_tokens) == (4, 512)
+    assert (loop.make_pacing().margin, loop.make_pacing().min_allowance) == (0.1, 0.75)
     assert (loop.scheduler.max_num_seqs, loop.scheduler.max_num_batched_tokens, loop.scheduler.max_waiting) == (
         8, 128, 16)
     assert loop.slo_targets[SLOClass.CRITICAL] == SLOTarget(0.5, 0.05)
@@ -176,6 +179,8 @@ def test_auto_kv_budget_is_full_contexts_capped_by_free_memory():
         ("scheduler:\n  kv_cache_memory_fraction: 1.5\n", "scheduler.kv_cache_memory_fraction"),
         ("scheduler:\n  enable_prefix_caching: 'yes'\n", "scheduler.enable_prefix_caching"),
         ("scheduler:\n  aging_s: 0\n", "scheduler.aging_s"),
+        ("scheduler:\n  pacing_margin: 1\n", "scheduler.pacing_margin"),
+        ("scheduler:\n  pacing_min_allowance: 0\n", "scheduler.pacing_min_allowance"),
         ("scheduler:\n  sink_tokens: -1\n", "scheduler.sink_tokens"),
         ("scheduler:\n  window_tokens: 8\n", "scheduler.window_tokens: must be at least block_size (16)"),
         ("scheduler:\n  slo_targets: {urgent: {ttft_s: 1}}\n", "scheduler.slo_targets.urgent"),

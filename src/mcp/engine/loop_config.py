@@ -38,6 +38,8 @@ class LoopConfig:
     window_tokens: int | None = None  # None: off; else each sequence keeps its sinks and its last window_tokens
     aging_s: float = 10.0  # a waiting request is promoted one class per aging_s seconds
     pacing: bool = True  # slo only: lower classes may not stretch a step past a higher class's TPOT
+    pacing_margin: float = PacingConfig.margin  # of a TPOT kept back from each allowance
+    pacing_min_allowance: float = PacingConfig.min_allowance  # of a TPOT, for a request behind schedule
     slo_targets: Mapping[SLOClass, SLOTarget] = field(default_factory=lambda: dict(DEFAULT_TARGETS))
     tenant_weights: Mapping[str, float] = field(default_factory=dict)
 
@@ -61,6 +63,10 @@ class LoopConfig:
                               f"or null (off), got {self.window_tokens}")
         if self.aging_s <= 0:
             raise ConfigError(f"scheduler.aging_s must be positive, got {self.aging_s}")
+        if not 0 <= self.pacing_margin < 1:
+            raise ConfigError(f"scheduler.pacing_margin must be in [0, 1), got {self.pacing_margin}")
+        if not 0 < self.pacing_min_allowance <= 1:
+            raise ConfigError(f"scheduler.pacing_min_allowance must be in (0, 1], got {self.pacing_min_allowance}")
         for tenant, weight in self.tenant_weights.items():
             if weight <= 0:
                 raise ConfigError(f"scheduler.tenant_weights.{tenant} must be positive, got {weight}")
@@ -72,7 +78,8 @@ class LoopConfig:
         return SLOPolicy(self.slo_targets, self.aging_s, FairShare(self.tenant_weights))
 
     def make_pacing(self) -> PacingConfig:
-        return PacingConfig(enabled=self.pacing and self.policy == "slo")
+        return PacingConfig(enabled=self.pacing and self.policy == "slo", margin=self.pacing_margin,
+                            min_allowance=self.pacing_min_allowance)
 
 
 def kv_cache_budget(config: LoopConfig, bytes_per_token: int, max_context: int, available_bytes: int) -> int:

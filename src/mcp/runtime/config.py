@@ -74,6 +74,8 @@ class SchedulerSection(_Strict):
     window_tokens: int | None = None
     aging_s: float = pydantic.Field(10.0, gt=0)
     pacing: bool = True
+    pacing_margin: float = pydantic.Field(0.25, ge=0, lt=1)
+    pacing_min_allowance: float = pydantic.Field(0.5, gt=0, le=1)
     slo_targets: dict[SLOClassName, SLOTargetSection] = {}
     tenant_weights: dict[str, float] = {}
 
@@ -215,6 +217,8 @@ def _loop_config(section: SchedulerSection, source: str) -> LoopConfig:
         window_tokens=section.window_tokens,
         aging_s=section.aging_s,
         pacing=section.pacing,
+        pacing_margin=section.pacing_margin,
+        pacing_min_allowance=section.pacing_min_allowance,
         slo_targets=targets,
         tenant_weights=dict(section.tenant_weights),
     )
