@@ -7,6 +7,11 @@ of each and its ratio to llama.cpp's: ours with the native step and exact dots (
 plan), with int8 and int8x2 dots, and with the torch modules per step; llama.cpp 0.3.36 on the GGUF.
 Numbers, not a test.
 
+Compare our contenders with each other here; compare with llama.cpp through benchmarks/engine.py.
+llama.cpp runs in this same process, where torch's OpenMP team also runs, and there it decodes
+far slower than in a process of its own (measured 29 against 89 tok/s on a quiet 2-core Xeon,
+2026-12-03), so the llama.cpp column understates the peer.
+
     .venv/bin/python benchmarks/decode_side_by_side.py [--rounds 5] [--threads 2] [--tokens 128]
 """
 
@@ -91,6 +96,8 @@ def report(samples: dict[str, list[float]], args) -> None:
         median = statistics.median(values)
         print(f"  {label:<32} {median:6.1f} tok/s [{min(values):.1f}-{max(values):.1f}]  "
               f"{median / reference:.2f}x llama.cpp")
+    print("  (llama.cpp shares this process's OpenMP threads with torch and runs slower than alone:\n"
+          "   its ratios here are not a comparison; benchmarks/engine.py runs each engine in its own process)")
 
 
 if __name__ == "__main__":
