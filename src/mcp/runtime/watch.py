@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Hashable
 
 log = logging.getLogger(__name__)
 
 
-class SettledPoller:
+class SettledPoller(ABC):
     """Subclasses give ``_stamp()`` (what changes when the files do) and ``_reload()``
     (True when a new value was swapped in); ``start()`` polls every ``poll_s`` seconds."""
 
@@ -29,11 +30,13 @@ class SettledPoller:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @abstractmethod
     def _stamp(self) -> Hashable:
-        raise NotImplementedError
+        """What changes when the watched files do (inode, mtime, size of each)."""
 
+    @abstractmethod
     def _reload(self) -> bool:
-        raise NotImplementedError
+        """Read the files again; True when a new value was swapped in, False when kept."""
 
     def start(self):
         self._thread = threading.Thread(target=self._run, name=self.thread_name, daemon=True)

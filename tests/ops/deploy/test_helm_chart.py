@@ -81,7 +81,8 @@ def test_chart_metadata() -> None:
 def test_helm_renders_the_plain_manifests(tmp_path: Path) -> None:
     helm = shutil.which("helm")
     if helm is None:
-        pytest.skip("helm is not on the PATH (not installable on these machines): helm lint/template not run")
+        pytest.skip("helm is not on the PATH: install Helm 3 (https://helm.sh/docs/intro/install/) to run helm "
+                    "lint/template; no package registry these CI machines reach carries it")
     lint = subprocess.run([helm, "lint", str(CHART)], capture_output=True, text=True, timeout=120)
     assert lint.returncode == 0, lint.stdout + lint.stderr
     rendered = subprocess.run([helm, "template", "mcp2026", str(CHART)], capture_output=True, text=True, timeout=120)
