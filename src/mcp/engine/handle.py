@@ -136,6 +136,27 @@ class RequestHandle(Iterator[StepOutput]):
         if self._outcome.error is not None:
             raise self._outcome.error
 
+    def watch(self, wake: Callable[[], None] | None) -> None:
+        """Call ``wake()`` after each push (on the engine loop's thread: it must be quick and
+        never raise); None stops it. For a reader that drains many handles (a worker's sender)."""
+        self._wake = wake
+
+    def drain(self) -> tuple[list[StepOutput], RequestOutcome | None]:
+        """Everything queued now, without blocking: the new StepOutputs, and the outcome once
+        the request has ended (None before)."""
+        steps: list[StepOutput] = []
+        while self._outcome is None:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if isinstance(item, RequestOutcome):
+                self._outcome = item
+            else:
+                self.outputs.append(item)
+                steps.append(item)
+        return steps, self._outcome
+
     def _end(self) -> StepOutput:
         assert self._outcome is not None
         if self._outcome.error is not None:

@@ -1,5 +1,5 @@
 """The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve,
-registry, route, gateway, rollout, audit.
+registry, route, gateway, rollout, audit, sandbox check.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -90,11 +90,13 @@ def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
     from mcp.gateway.registry_commands import add_registry_commands
     from mcp.gateway.route_commands import add_route_commands
     from mcp.governance.audit.commands import add_audit_commands
+    from mcp.serving.isolation.commands import add_sandbox_commands
 
     add_registry_commands(commands)
     add_route_commands(commands)
     add_gateway_commands(commands)
     add_audit_commands(commands)
+    add_sandbox_commands(commands)
 
 
 def _add_bench_serve(benches: argparse._SubParsersAction) -> None:

@@ -59,3 +59,12 @@ class EngineError(MCPError):
 
 class RequestCancelled(MCPError):
     """The request was cancelled before it finished."""
+
+
+class WorkerUnavailableError(MCPError):
+    """The isolated worker process serving a model crashed (or is restarting, or stopped
+    restarting after too many crashes); ``retry_after_s`` hints when to retry."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

@@ -55,13 +55,17 @@ class Model:
     """A model loaded by ``Session.load_model``. Safe to call from several threads."""
 
     def __init__(self, name: str, path: Path, engine: NativeEngine, defaults: GenerationDefaults,
-                 loop_config: LoopConfig = LoopConfig()) -> None:
+                 loop_config: LoopConfig = LoopConfig(),
+                 make_loop: Callable[[HookRegistry], EngineLoop] | None = None) -> None:
+        """``make_loop(hooks)`` builds the loop requests go through; by default an EngineLoop
+        on ``engine`` in this process (serving's isolated workers give one of their own)."""
         self.name = name
         self.path = path
         self._engine = engine
         self._defaults = defaults
         self._hooks = HookRegistry()
-        self._loop: EngineLoop | None = EngineLoop(engine, loop_config, self._hooks, name)
+        make_loop = make_loop or (lambda hooks: EngineLoop(engine, loop_config, hooks, name))
+        self._loop: EngineLoop | None = make_loop(self._hooks)
         self._lock = threading.Lock()  # guards _engine/_loop against unload
 
     @property

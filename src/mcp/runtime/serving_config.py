@@ -15,6 +15,7 @@ from typing import Literal
 import pydantic
 
 from mcp.runtime.errors import ConfigError
+from mcp.runtime.isolation_config import WorkerLimits, WorkerSection, default_isolation, resolve_isolation, resolve_worker
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -84,6 +85,8 @@ class ServingSection(_Strict):
     tenants: list[TenantSection] = []
     governance: GovernanceSection | None = None  # absent: no guardrails, audit or traces
     grpc: GrpcSection = GrpcSection()
+    isolation: Literal["worker", "none"] | None = None  # None: worker on Linux, none elsewhere
+    worker: WorkerSection = WorkerSection()  # the worker sandbox's limits (docs/security.md)
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,8 @@ class ServingConfig:
     tenants: tuple[Tenant, ...] = field(default_factory=tuple)
     governance: GovernanceConfig | None = None
     grpc_port: int | None = None  # the gRPC API's port on the same host; None: no gRPC server
+    isolation: str = field(default_factory=default_isolation)  # worker: each model's engine in a sandboxed process (docs/security.md)
+    worker: WorkerLimits = WorkerLimits()
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -158,6 +163,7 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
         tenants=tenants, grpc_port=section.grpc.port if section.grpc.enabled else None,
         governance=_governance(section.governance, source),
+        isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker),
     )
 
 

@@ -57,7 +57,7 @@ class Session:
 
         A catalog name (``mcp2026 pull --list``) is fetched and compiled on first use.
         """
-        path = self._resolve(model)
+        path = self.locate(model)
         key = name or _catalog_name(path)
         with self._lock:
             if key in self._models:
@@ -75,7 +75,7 @@ class Session:
             native_step=self.config.native_step,
         )
         check = self.config.verify_models if verify is None else verify
-        engine = _load_on_a_passing_thread(path, check, options)
+        engine = load_on_a_passing_thread(path, check, options)
         loaded = Model(key, path, engine, self.config.generation, self.config.scheduler)
         with self._lock:
             self._models[key] = loaded
@@ -100,7 +100,9 @@ class Session:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _resolve(self, model: str | os.PathLike) -> Path:
+    def locate(self, model: str | os.PathLike) -> Path:
+        """The ``.mcp`` file ``model`` names: a path (relative to model_dir) or a catalog name,
+        pulled and compiled on first use. Raises ModelNotFoundError."""
         if not isinstance(model, (str, os.PathLike)):
             raise ModelNotFoundError(f"model must be a path or a catalog name, got {type(model).__name__}")
         path = Path(model).expanduser()
@@ -126,7 +128,7 @@ def _catalog_name(path: Path) -> str:
     return path.name[: -len(".mcp")] if path.name.endswith(".mcp") else path.name
 
 
-def _load_on_a_passing_thread(path: Path, verify: bool, options: EngineOptions) -> NativeEngine:
+def load_on_a_passing_thread(path: Path, verify: bool, options: EngineOptions) -> NativeEngine:
     """Build the engine on a thread that ends with the load.
 
     GNU OpenMP (torch's on Linux) gives every thread that starts a parallel region its own

@@ -21,6 +21,7 @@ from mcp.runtime.errors import (
     ModelNotFoundError,
     PolicyDenied,
     RequestCancelled,
+    WorkerUnavailableError,
 )
 
 
@@ -77,6 +78,7 @@ _TABLE: tuple[tuple[type[MCPError], int, str, str | None, str], ...] = (
     (ConfigError, 400, "invalid_request_error", "bad_config", "INVALID_ARGUMENT"),
     (ModelFormatError, 422, "invalid_request_error", "bad_model_file", "FAILED_PRECONDITION"),
     (RequestCancelled, 503, "server_error", "cancelled", "UNAVAILABLE"),
+    (WorkerUnavailableError, 503, "server_error", "worker_unavailable", "UNAVAILABLE"),
     (EngineError, 500, "server_error", "engine_error", "INTERNAL"),
 )
 
@@ -95,7 +97,7 @@ def describe(exc: BaseException) -> WireError:
 
 
 def _retry_after(exc: BaseException) -> int | None:
-    if not isinstance(exc, CapacityError):
+    if not isinstance(exc, (CapacityError, WorkerUnavailableError)):
         return None
     seconds = exc.retry_after_s
     return 1 if seconds is None or not math.isfinite(seconds) else max(1, math.ceil(seconds))

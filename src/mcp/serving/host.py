@@ -7,6 +7,9 @@ No HTTP here: the HTTP app and the gRPC service both resolve a request's model t
     with host.acquire("smollm2") as version:       # "smollm2:1" names the version itself
         version.model.infer(...)
 
+With ``serving.isolation: worker`` (the default on Linux) each version's engine runs in a
+sandboxed worker process of its own (serving/isolation/); with ``none``, in this process.
+
 Each name has one *current* version (what ``"name"`` resolves to) and may hold others
 (``"name:version"`` reaches them). Loading a new version of a served name makes it current
 once it is ready; the one it replaces is *retired*: requests already holding it finish on it,
@@ -20,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mcp.runtime.errors import ConfigError, ModelNotFoundError
 from mcp.runtime.model import Model
@@ -27,6 +31,36 @@ from mcp.runtime.serving_config import ServedModel
 from mcp.runtime.session import Session
 
 Listener = Callable[["ModelVersion"], object]
+
+
+class ModelLoader(Protocol):
+    """Where a host's models run: in this process, or each in a worker process."""
+
+    def load(self, spec: ServedModel, key: str) -> Model: ...
+
+    def unload(self, key: str) -> None: ...
+
+
+class InProcessModels:
+    """Models loaded into the host's Session (``serving.isolation: none``)."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+
+    def load(self, spec: ServedModel, key: str) -> Model:
+        return self.session.load_model(spec.source, name=key, precision=spec.precision)
+
+    def unload(self, key: str) -> None:
+        self.session.unload_model(key)
+
+
+def default_loader(session: Session) -> ModelLoader:
+    """The loader ``session.config.serving.isolation`` asks for."""
+    if session.config.serving.isolation == "worker":
+        from mcp.serving.isolation.models import WorkerModels
+
+        return WorkerModels(session)
+    return InProcessModels(session)
 
 
 @dataclass(eq=False)
@@ -51,9 +85,11 @@ class ModelVersion:
 class ModelHost:
     """Loaded model versions, their routing and their in-flight counts. Thread-safe."""
 
-    def __init__(self, session: Session, default_model: str | None = None) -> None:
+    def __init__(self, session: Session, default_model: str | None = None,
+                 loader: ModelLoader | None = None) -> None:
         self.session = session
         self.default_model = default_model
+        self.loader = loader or default_loader(session)
         self._lock = threading.Lock()  # guards the tables and every version's in_flight/retired
         self._load_lock = threading.Lock()  # one load at a time: two would compete for memory and cores
         self._versions: dict[str, ModelVersion] = {}  # key "name:version"
@@ -78,7 +114,7 @@ class ModelHost:
                 if key in self._versions:
                     raise ConfigError(f"model {key} is already loaded; unload it first or give another version")
             started = time.perf_counter()
-            model = self.session.load_model(spec.source, name=key, precision=spec.precision)
+            model = self.loader.load(spec, key)
             load_s = time.perf_counter() - started
             _warm_up(model)
             loaded = ModelVersion(spec.name, spec.version, spec.source, model, load_s,
@@ -199,7 +235,7 @@ class ModelHost:
             if self._versions.get(loaded.key) is loaded:
                 del self._versions[loaded.key]
         try:
-            self.session.unload_model(loaded.key)
+            self.loader.unload(loaded.key)
         except ModelNotFoundError:
             return  # unloaded already (close() raced a drained release)
         for listener in self._on_unload:

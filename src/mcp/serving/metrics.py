@@ -180,7 +180,8 @@ class _LiveCollector:
             queries.add_metric(key, stats.prefix_query_tokens)
             hits.add_metric(key, stats.prefix_hit_tokens)
             ready.add_metric(key, version.load_to_ready_s)
-        yield from (running, waiting, kv, queries, hits, ready, *self._slo(), self._oom(), *self._drift())
+        yield from (running, waiting, kv, queries, hits, ready, *self._slo(), self._oom(), *self._drift(),
+                    *self._workers())
 
     def _slo(self) -> Iterator:
         good = CounterMetricFamily("mcp_slo_good_requests", "Requests that met their class's TTFT and TPOT",
@@ -209,6 +210,22 @@ class _LiveCollector:
                 value.add_metric(key, state.value_s)
                 baseline.add_metric(key, state.baseline_s)
         return drifting, value, baseline
+
+    def _workers(self) -> tuple[GaugeMetricFamily, CounterMetricFamily]:
+        """Each isolated worker: up (1) or restarting/given up (0), and its restarts."""
+        from mcp.serving.isolation.models import worker_loop
+
+        labels = ["model", "version"]
+        up = GaugeMetricFamily("mcp_worker_up", "1 while the model's worker process runs", labels=labels)
+        restarts = CounterMetricFamily("mcp_worker_restarts", "Restarts of the model's worker after a crash",
+                                       labels=labels)
+        for version in self.m._host.versions():
+            loop = worker_loop(version.model)
+            if loop is not None:
+                key = [version.name, version.version]
+                up.add_metric(key, float(loop.supervisor.process is not None))
+                restarts.add_metric(key, loop.supervisor.num_restarts)
+        return up, restarts
 
     def _oom(self) -> CounterMetricFamily:
         oom = CounterMetricFamily("mcp_oom", "Requests ended by an out-of-memory error", labels=["model", "version"])

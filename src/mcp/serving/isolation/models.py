@@ -1,0 +1,114 @@
+"""``WorkerModels``: loads each served model as a ``Model`` whose engine runs in a worker.
+
+The supervisor reads only the model file's header (for the tokenizer and chat template, so
+that prompts are tokenized here and only token ids cross to the worker); the worker maps the
+weights. The ``Model`` it returns is the SDK's own class over a ``WorkerLoop``, so the serving
+layer uses it exactly as an in-process one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.engine.engine import NativeEngine
+from mcp.engine.tokenizer import Tokenizer
+from mcp.modelfile.reader import open_model
+from mcp.modelfile.spec import ModelHeader
+from mcp.runtime.errors import ConfigError, ModelNotFoundError
+from mcp.runtime.model import Model
+from mcp.runtime.serving_config import ServedModel
+from mcp.runtime.session import Session
+from mcp.serving.isolation import codec
+from mcp.serving.isolation.spec import EngineSettings, WorkerSpec
+from mcp.serving.isolation.worker_loop import WorkerLoop
+
+
+@dataclass(frozen=True)
+class _Plan:
+    by_tensor: dict[str, str]  # tensor -> its decode kernel, as the worker resolved it
+
+
+@dataclass
+class WorkerEngineView:
+    """What a Model reads of its engine, for an engine that lives in a worker."""
+
+    header: ModelHeader
+    tokenizer: Tokenizer
+    precision: str
+    max_context: int
+    plan: _Plan = field(default_factory=lambda: _Plan({}))
+    backend_name: str = NativeEngine.backend_name
+
+
+class WorkerModels:
+    """Loads and unloads worker-backed models for a ``ModelHost``.
+
+    ``measurements`` (opaque, e.g. the measured launch log) goes to every worker in its start
+    message; each worker reports it back with its own sha256 of the model file it opened
+    (``worker_report(model)``), for attestation.
+    """
+
+    def __init__(self, session: Session, measurements: Sequence[Any] = ()) -> None:
+        self.session = session
+        self.measurements = tuple(measurements)
+        self._models: dict[str, Model] = {}
+        self._lock = threading.Lock()
+
+    def load(self, spec: ServedModel, key: str) -> Model:
+        with self._lock:
+            if key in self._models:
+                raise ConfigError(f"model {key} is already loaded; unload it first or give another version")
+        path = self.session.locate(spec.source)
+        with open_model(path) as model_file:
+            header = model_file.header
+        config = self.session.config
+        worker_spec = WorkerSpec(key, str(path), _engine_settings(config, spec.precision),
+                                 codec.encode_loop_config(config.scheduler), config.serving.worker, self.measurements)
+        made: dict[str, WorkerLoop] = {}
+
+        def make_loop(hooks):
+            made["loop"] = WorkerLoop(worker_spec, config.scheduler, hooks)
+            return made["loop"]
+
+        view = WorkerEngineView(header, Tokenizer.from_spec(header.tokenizer), "", 0)
+        model = Model(key, path, view, config.generation, config.scheduler, make_loop)
+        ready = made["loop"].supervisor.first_ready
+        view.precision, view.max_context = str(ready["precision"]), int(ready["max_context"])
+        view.plan = _Plan(dict(ready["plan"]))
+        with self._lock:
+            self._models[key] = model
+        return model
+
+    def unload(self, key: str) -> None:
+        with self._lock:
+            model = self._models.pop(key, None)
+        if model is None:
+            raise ModelNotFoundError(f"no model named {key!r} is loaded")
+        model._unload()
+
+
+def worker_loop(model: Model) -> WorkerLoop | None:
+    """The WorkerLoop behind ``model``, or None for an in-process model."""
+    try:
+        loop = model.loop
+    except Exception:  # noqa: BLE001 - an unloaded model has none
+        return None
+    return loop if isinstance(loop, WorkerLoop) else None
+
+
+def worker_report(model: Model) -> dict[str, Any] | None:
+    """The worker's ready frame: pid, device, model_sha256, measurements, sandbox; None in-process."""
+    loop = worker_loop(model)
+    process = loop.supervisor.process if loop is not None else None
+    return None if process is None else dict(process.ready)
+
+
+def _engine_settings(config, precision: str | None) -> EngineSettings:
+    return EngineSettings(
+        device=config.device, precision=precision or config.precision,
+        precision_overrides=config.precision_overrides, max_context=config.max_context,
+        cache_prefill_weights=config.cache_prefill_weights, decode_dots=config.decode_dots,
+        native_step=config.native_step, num_threads=config.num_threads, verify=config.verify_models)

@@ -1,0 +1,186 @@
+"""``WorkerProcess``: one running worker, seen from the supervisor.
+
+Started as a fresh interpreter (``subprocess`` with an allowlisted environment and only its
+end of a socketpair passed: never a fork of the server after its threads and torch started).
+Every frame to it goes through a queue and one writer thread, so that ``send`` never blocks
+and is safe from a finalizer (a dropped stream cancels its request). A reader thread answers
+``call``s and hands ``steps`` frames on; when the channel ends it reports the exit once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from mcp.runtime.errors import WorkerUnavailableError
+from mcp.serving.isolation import codec
+from mcp.serving.isolation.spec import WorkerSpec, worker_environment
+from mcp.serving.isolation.wire import ChannelClosed, FrameChannel
+
+logger = logging.getLogger("mcp.serving.isolation")
+_STOP = object()
+
+
+class WorkerProcess:
+    """A started, ready worker. ``ready`` is its ready frame (pid, plan, measurements, sandbox)."""
+
+    def __init__(self, spec: WorkerSpec, popen: subprocess.Popen, channel: FrameChannel, ready: dict[str, Any],
+                 on_steps: Callable[[dict[str, Any]], None],
+                 on_exit: Callable[[WorkerProcess, str], None]) -> None:
+        self.spec, self.popen, self.channel, self.ready = spec, popen, channel, ready
+        self._on_steps, self._on_exit = on_steps, on_exit
+        self._outbox: queue.SimpleQueue[dict[str, Any] | object] = queue.SimpleQueue()
+        self._calls: dict[int, Future] = {}
+        self._rids = itertools.count()
+        self._lock = threading.Lock()
+        self.alive = True
+        threading.Thread(target=self._write, name=f"mcp-worker-write-{spec.name}", daemon=True).start()
+        threading.Thread(target=self._read, name=f"mcp-worker-read-{spec.name}", daemon=True).start()
+
+    @classmethod
+    def spawn(cls, spec: WorkerSpec, on_steps: Callable[[dict[str, Any]], None],
+              on_exit: Callable[[WorkerProcess, str], None]) -> WorkerProcess:
+        """Start a worker and wait until it has loaded the model; raises the error it reports
+        (a bad model file is a ModelFormatError) or WorkerUnavailableError."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            popen = subprocess.Popen([sys.executable, "-m", "mcp.serving.isolation.worker", str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), env=worker_environment(),
+                                     stdin=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        channel = FrameChannel(ours)
+        try:
+            ready = _handshake(spec, popen, channel)
+        except BaseException:
+            channel.close()
+            _end(popen)
+            raise
+        return cls(spec, popen, channel, ready, on_steps, on_exit)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Queue a frame; never blocks (dropped once the worker is gone)."""
+        self._outbox.put(message)
+
+    def call(self, op: str, timeout_s: float, **fields: Any) -> Any:
+        """Send ``op`` and wait for the worker's reply; raises the error it replies with."""
+        future: Future = Future()
+        with self._lock:
+            if not self.alive:
+                raise WorkerUnavailableError(f"the worker of model {self.spec.name} has exited; retry", 1.0)
+            rid = next(self._rids)
+            self._calls[rid] = future
+        self.send({"op": op, "rid": rid, **fields})
+        try:
+            return future.result(timeout_s)
+        except FutureTimeout:
+            raise WorkerUnavailableError(f"the worker of model {self.spec.name} did not answer {op} in "
+                                         f"{timeout_s:g} s", 1.0) from None
+        finally:
+            with self._lock:
+                self._calls.pop(rid, None)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Ask the worker to shut down, then end it (SIGKILL past ``timeout_s``)."""
+        with self._lock:
+            self.alive = False
+        self.send({"op": "shutdown"})
+        self._outbox.put(_STOP)
+        try:
+            self.popen.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            _end(self.popen)
+        self.channel.close()
+
+    # -- threads --------------------------------------------------------------------------
+    def _write(self) -> None:
+        while (message := self._outbox.get()) is not _STOP:
+            try:
+                self.channel.send(message)
+            except ChannelClosed:
+                return  # the reader sees the end and reports it
+
+    def _read(self) -> None:
+        try:
+            while True:
+                message = self.channel.recv()
+                if message["op"] == "steps":
+                    self._on_steps(message)
+                elif message["op"] == "reply":
+                    self._answer(message)
+        except ChannelClosed as closed:
+            reason = self._exit_reason(closed)
+        with self._lock:
+            was_alive, self.alive = self.alive, False
+            calls = list(self._calls.values())
+        self._outbox.put(_STOP)
+        for future in calls:
+            future.set_exception(WorkerUnavailableError(f"the worker of model {self.spec.name} {reason}; retry", 1.0))
+        if was_alive:  # not a stop() we asked for
+            self._on_exit(self, reason)
+
+    def _answer(self, message: dict[str, Any]) -> None:
+        with self._lock:
+            future = self._calls.get(message.get("rid"))
+        if future is None or future.done():
+            return  # its caller timed out
+        if message.get("error") is not None:
+            future.set_exception(codec.decode_error(message["error"]))
+        else:
+            future.set_result(message.get("result"))
+
+    def _exit_reason(self, closed: ChannelClosed) -> str:
+        try:
+            code = self.popen.wait(5.0)
+        except subprocess.TimeoutExpired:  # the channel broke but the process lives: end it
+            _end(self.popen)
+            return f"broke its channel ({closed}) and was killed"
+        return describe_exit(code)
+
+
+def describe_exit(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _handshake(spec: WorkerSpec, popen: subprocess.Popen, channel: FrameChannel) -> dict[str, Any]:
+    channel.send(spec.to_wire())
+    channel.sock.settimeout(spec.limits.start_timeout_s)
+    try:
+        first = channel.recv()
+    except ChannelClosed:
+        if popen.poll() is None:
+            raise WorkerUnavailableError(f"the worker of model {spec.name} was not ready in "
+                                         f"{spec.limits.start_timeout_s:g} s (serving.worker.start_timeout_s)") from None
+        raise WorkerUnavailableError(f"the worker of model {spec.name} {describe_exit(popen.wait())} before it "
+                                     "was ready; the server log has its output") from None
+    channel.sock.settimeout(None)
+    if first["op"] == "failed":
+        raise codec.decode_error(first.get("error") or {})
+    if first["op"] != "ready":
+        raise WorkerUnavailableError(f"the worker of model {spec.name} sent {first['op']!r} instead of ready")
+    return first
+
+
+def _end(popen: subprocess.Popen) -> None:
+    if popen.poll() is None:
+        popen.kill()
+    popen.wait()

@@ -1,0 +1,81 @@
+"""Drop a worker into its sandbox, in order: die with the supervisor, an empty network namespace
+(when privileged), resource limits, no new privileges, the seccomp filter.
+
+Each step that cannot be taken is logged with its reason and reported, and the worker goes on
+with the others: without CAP_SYS_ADMIN there is no new network namespace, but the seccomp
+filter still refuses every new socket. Called once the modules are imported and before the
+model file is opened, so that parsing the file already runs inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import logging
+import os
+import platform
+import resource
+import signal
+from typing import Any
+
+from mcp.runtime.isolation_config import WorkerLimits
+from mcp.serving.isolation import seccomp
+
+logger = logging.getLogger("mcp.serving.isolation")
+CLONE_NEWNET = 0x40000000
+PR_SET_PDEATHSIG = 1
+
+
+def libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def enter_sandbox(limits: WorkerLimits, address_space: int | None, name: str) -> dict[str, Any]:
+    """Apply every restriction ``limits`` asks for; returns what was applied (and why not)."""
+    c = libc()
+    c.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # an orphaned worker ends with its supervisor
+    report = {"network_namespace": _enter_network_namespace(c, limits.network_namespace),
+              "rlimits": _set_rlimits(limits.max_open_files, address_space)}
+    seccomp.set_no_new_privs(c)
+    report["no_new_privs"] = True
+    report["seccomp"] = _install_seccomp(c, limits.seccomp)
+    for step in ("network_namespace", "seccomp"):
+        if report[step] != "on":
+            logger.warning("worker %s: %s is off: %s", name, step.replace("_", " "), report[step])
+    return report
+
+
+def _enter_network_namespace(c: ctypes.CDLL, wanted: bool) -> str:
+    if not wanted:
+        return "skipped: serving.worker.network_namespace is false"
+    if c.unshare(CLONE_NEWNET) == 0:
+        return "on"
+    error = ctypes.get_errno()
+    if error == errno.EPERM:
+        return ("no privilege: a new network namespace needs CAP_SYS_ADMIN (run as root, or grant "
+                "the capability); the seccomp filter still refuses new sockets")
+    return f"unshare(CLONE_NEWNET) failed: {os.strerror(error)}"
+
+
+def _set_rlimits(max_open_files: int, address_space: int | None) -> dict[str, int | None]:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    files = max_open_files if hard == resource.RLIM_INFINITY else min(max_open_files, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (files, files))
+    if address_space is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    return {"core": 0, "nofile": files, "as": address_space}
+
+
+def _install_seccomp(c: ctypes.CDLL, wanted: bool) -> str:
+    if not wanted:
+        return "skipped: serving.worker.seccomp is false"
+    machine = platform.machine()
+    arch = seccomp.machine_arch(machine)
+    if arch is None:
+        return f"no filter for this architecture ({machine}); x86_64 and aarch64 have one"
+    try:
+        seccomp.install_filter(c, arch, machine)
+    except OSError as exc:
+        return f"the kernel refused the filter: {exc.strerror}"
+    return "on"

@@ -1,0 +1,69 @@
+"""``WorkerSpec``: everything a model's worker process is told, and nothing more.
+
+The worker gets the model file's path, the engine and loop settings and its sandbox limits.
+It never sees the server's tenants, API key digests, audit key, governance config or the
+environment's secrets (``worker_environment`` keeps only what the engine needs to run).
+``measurements`` is an opaque list the supervisor passes in (the measured launch log, for
+attestation); the worker keeps it and reports it back, with its own sha256 of the model file
+it opened, in its ``ready`` frame.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from mcp.runtime.isolation_config import WorkerLimits
+
+# Variables a worker inherits: locale, paths to find Python and its packages, thread and
+# accelerator settings. Anything else (API keys, database URLs, tokens) stays behind.
+_KEPT_NAMES = frozenset(("PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "PYTHONHASHSEED",
+                         "VIRTUAL_ENV", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
+                         "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
+_KEPT_PREFIXES = ("LC_", "KMP_", "CUDA_", "NVIDIA_", "HIP_", "ROCR_")
+
+
+def worker_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The environment a worker starts with: an allowlist, never a copy."""
+    return {name: value for name, value in environ.items()
+            if name in _KEPT_NAMES or name.startswith(_KEPT_PREFIXES)}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The runtime settings the engine reads (``runtime:`` in mcp-config.yaml)."""
+
+    device: str = "auto"
+    precision: str = "auto"
+    precision_overrides: tuple[tuple[str, str], ...] = ()
+    max_context: int | None = None
+    cache_prefill_weights: bool = False
+    decode_dots: str = "auto"
+    native_step: bool = True
+    num_threads: int | None = None
+    verify: bool = False
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One model's worker: what to load, how to sandbox it, how its loop schedules."""
+
+    name: str  # "model:version", for log lines
+    model_path: str
+    engine: EngineSettings
+    loop_config: Mapping[str, Any]  # codec.encode_loop_config
+    limits: WorkerLimits
+    measurements: tuple[Any, ...] = field(default_factory=tuple)  # opaque: kept and reported back
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"op": "start", **asdict(self), "loop_config": dict(self.loop_config)}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> WorkerSpec:
+        engine = dict(data["engine"])
+        engine["precision_overrides"] = tuple(tuple(pair) for pair in engine["precision_overrides"])
+        return cls(name=str(data["name"]), model_path=str(data["model_path"]), engine=EngineSettings(**engine),
+                   loop_config=dict(data["loop_config"]), limits=WorkerLimits(**data["limits"]),
+                   measurements=tuple(data.get("measurements", ())))

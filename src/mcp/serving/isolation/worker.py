@@ -1,0 +1,188 @@
+"""A model's worker process: ``python -m mcp.serving.isolation.worker FD``.
+
+FD is its end of the socketpair to the supervisor. The worker reads its ``WorkerSpec``, enters
+the sandbox (sandbox.py), opens the model file read-only, measures it (sha256), loads the
+engine from that same open file, and says ``ready``. Then it serves frames from the supervisor
+(``submit``, ``cancel``, ``stats``, ``probe``, ``shutdown``) on the main thread, while a sender
+thread batches the engine's token steps: one ``steps`` frame carries every request's new tokens
+and endings queued by then (the loop pushes one step's outputs together).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mcp.engine.engine import EngineOptions, NativeEngine, resolve_device
+from mcp.engine.handle import RequestHandle
+from mcp.engine.hooks import HookRegistry
+from mcp.engine.loop import EngineLoop
+from mcp.runtime.errors import MCPError
+from mcp.runtime.isolation_config import address_space_bytes
+from mcp.runtime.session import load_on_a_passing_thread
+from mcp.serving.isolation import codec
+from mcp.serving.isolation.probe import measure_isolation
+from mcp.serving.isolation.sandbox import enter_sandbox
+from mcp.serving.isolation.spec import WorkerSpec
+from mcp.serving.isolation.wire import ChannelClosed, FrameChannel
+
+logger = logging.getLogger("mcp.serving.isolation")
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    channel = FrameChannel(socket.socket(fileno=int(argv[1])))
+    try:
+        spec = WorkerSpec.from_wire(channel.recv())
+        worker = Worker.start(spec, channel)
+    except ChannelClosed:
+        return 1  # the supervisor went away before we were ready
+    except Exception as exc:  # noqa: BLE001 - reported to the supervisor, which raises it
+        channel.send({"op": "failed", "error": codec.encode_error(exc)})
+        return 2
+    worker.serve()
+    return 0
+
+
+def sha256_of_fd(fd: int) -> str:
+    digest, offset = hashlib.sha256(), 0
+    while chunk := os.pread(fd, 1 << 22, offset):
+        digest.update(chunk)
+        offset += len(chunk)
+    return digest.hexdigest()
+
+
+class Worker:
+    """One model's engine loop behind the channel."""
+
+    def __init__(self, spec: WorkerSpec, channel: FrameChannel, loop: EngineLoop, model_fd: int) -> None:
+        self.spec, self.channel, self.loop, self.model_fd = spec, channel, loop, model_fd
+        self._live: dict[int, RequestHandle] = {}  # supervisor's id -> handle
+        self._lock = threading.Lock()
+        self._ready_to_send = threading.Event()
+        self._stopping = False
+
+    @classmethod
+    def start(cls, spec: WorkerSpec, channel: FrameChannel) -> Worker:
+        settings = spec.engine
+        if settings.num_threads is not None:
+            torch.set_num_threads(settings.num_threads)
+        device = resolve_device(settings.device)
+        model_bytes = os.stat(spec.model_path).st_size
+        sandbox = enter_sandbox(spec.limits, address_space_bytes(spec.limits, model_bytes, device.type), spec.name)
+        model_fd = os.open(spec.model_path, os.O_RDONLY | os.O_CLOEXEC)
+        measured = sha256_of_fd(model_fd)
+        engine = _load_engine(spec, model_fd)
+        loop = EngineLoop(engine, codec.decode_loop_config(spec.loop_config), HookRegistry(), spec.name)
+        channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision,
+                      "plan": {name: plan.decode for name, plan in engine.plan.by_tensor.items()},
+                      "max_context": engine.max_context, "device": str(engine.device),
+                      "model_sha256": measured, "measurements": list(spec.measurements), "sandbox": sandbox})
+        logger.info("worker %s ready (pid %d, model sha256 %s)", spec.name, os.getpid(), measured[:12])
+        return cls(spec, channel, loop, model_fd)
+
+    def serve(self) -> None:
+        sender = threading.Thread(target=self._send_steps, name="mcp-worker-sender", daemon=True)
+        sender.start()
+        try:
+            while not self._stopping:
+                self._dispatch(self.channel.recv())
+        except ChannelClosed:
+            pass  # the supervisor closed the channel (or died): stop
+        finally:
+            self._stopping = True
+            self.loop.close()  # every live request ends; the sender sends what it can
+            self._ready_to_send.set()
+            sender.join(timeout=5.0)
+
+    # -- frames from the supervisor -------------------------------------------------------
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        op = message["op"]
+        if op == "submit":
+            self._submit(message)
+        elif op == "cancel":
+            handle = self._live.get(int(message["sid"]))
+            if handle is not None:
+                handle.cancel()
+        elif op == "stats":
+            self._reply(message, asdict(self.loop.stats()))
+        elif op == "probe":
+            self._reply(message, measure_isolation(self.spec.model_path, self.model_fd,
+                                                    (str(message["host"]), int(message["port"]))))
+        elif op == "shutdown":
+            self._stopping = True
+
+    def _submit(self, message: dict[str, Any]) -> None:
+        sid = int(message["sid"])
+        try:
+            params, options = codec.decode_request(message["request"])
+            handle = self.loop.submit(message["prompt_ids"], params, options)
+        except MCPError as exc:
+            self._reply(message, None, exc)
+            return
+        with self._lock:
+            self._live[sid] = handle
+        handle.watch(self._ready_to_send.set)
+        self._reply(message, {"request_id": handle.request_id})
+        self._ready_to_send.set()  # a step pushed before watch() started is sent too
+
+    def _reply(self, message: dict[str, Any], result: Any, error: BaseException | None = None) -> None:
+        self.channel.send({"op": "reply", "rid": message["rid"], "result": result,
+                           "error": None if error is None else codec.encode_error(error)})
+
+    # -- steps to the supervisor ----------------------------------------------------------
+    def _send_steps(self) -> None:
+        while True:
+            self._ready_to_send.wait()
+            self._ready_to_send.clear()
+            items = self._drain()
+            if items:
+                try:
+                    self.channel.send({"op": "steps", "time_s": time.monotonic(), "items": items})
+                except ChannelClosed:
+                    return
+            if self._stopping and not self._live:
+                return
+
+    def _drain(self) -> list[list[Any]]:
+        with self._lock:
+            live = list(self._live.items())
+        items = []
+        for sid, handle in live:
+            steps, outcome = handle.drain()
+            if not steps and outcome is None:
+                continue
+            items.append([sid, [codec.encode_step(s) for s in steps],
+                          None if outcome is None else codec.encode_outcome(outcome)])
+            if outcome is not None:
+                with self._lock:
+                    del self._live[sid]
+        return items
+
+
+def _load_engine(spec: WorkerSpec, model_fd: int) -> NativeEngine:
+    """The engine, built from the descriptor just measured (``/proc/self/fd/N``: the same file,
+    even if the path was replaced since)."""
+    s = spec.engine
+    options = EngineOptions(device=s.device, precision=s.precision, precision_overrides=s.precision_overrides,
+                            max_context=s.max_context, cache_prefill_weights=s.cache_prefill_weights,
+                            decode_dots=s.decode_dots, native_step=s.native_step)
+    opened = f"/proc/self/fd/{model_fd}"
+    try:
+        return load_on_a_passing_thread(Path(opened), s.verify, options)
+    except MCPError as exc:  # name the model's own path, not the descriptor's
+        raise type(exc)(str(exc).replace(opened, spec.model_path)) from None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
