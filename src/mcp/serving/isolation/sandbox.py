@@ -1,5 +1,5 @@
-"""Drop a worker into its sandbox, in order: die with the supervisor, an empty network namespace
-(when privileged), resource limits, no new privileges, the seccomp filter.
+"""Drop a worker into its sandbox, in order: an empty network namespace (when privileged),
+resource limits, no new privileges, the seccomp filter.
 
 Each step that cannot be taken is logged with its reason and reported, and the worker goes on
 with the others: without CAP_SYS_ADMIN there is no new network namespace, but the seccomp
@@ -15,7 +15,6 @@ import logging
 import os
 import platform
 import resource
-import signal
 from typing import Any
 
 from mcp.runtime.isolation_config import WorkerLimits
@@ -23,7 +22,6 @@ from mcp.serving.isolation import seccomp
 
 logger = logging.getLogger("mcp.serving.isolation")
 CLONE_NEWNET = 0x40000000
-PR_SET_PDEATHSIG = 1
 
 
 def libc() -> ctypes.CDLL:
@@ -32,8 +30,9 @@ def libc() -> ctypes.CDLL:
 
 def enter_sandbox(limits: WorkerLimits, address_space: int | None, name: str) -> dict[str, Any]:
     """Apply every restriction ``limits`` asks for; returns what was applied (and why not)."""
+    # No PR_SET_PDEATHSIG: it fires when the spawning *thread* ends (a restart thread does at
+    # once). A worker whose supervisor dies reads the end of its channel and exits.
     c = libc()
-    c.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # an orphaned worker ends with its supervisor
     report = {"network_namespace": _enter_network_namespace(c, limits.network_namespace),
               "rlimits": _set_rlimits(limits.max_open_files, address_space)}
     seccomp.set_no_new_privs(c)

@@ -65,6 +65,14 @@ class WorkerLoop:
             raise InvalidRequestError(f"prompt_ids must be a list of token ids, got {type(prompt_ids).__name__}")
         if self._closed:
             raise InvalidRequestError("this model's worker is stopped (the model was unloaded); load it again")
+        handle = self._submit_once(prompt_ids, params, options, retry=True)
+        assert handle is not None, "a submit without retry returns a handle or raises"
+        return handle
+
+    def _submit_once(self, prompt_ids: Sequence[int], params: SamplingParams, options: RequestOptions,
+                     retry: bool = False) -> RequestHandle | None:
+        """Submit to the running worker; one that died before it took the request (a crash
+        not yet noticed) is retried once on its successor."""
         process = self.supervisor.running(self.supervisor.spec.limits.start_timeout_s)
         sid = next(self._ids)
         handle = RequestHandle(f"req-{sid}", len(prompt_ids), lambda _: self._cancel(sid))
@@ -74,9 +82,11 @@ class WorkerLoop:
         try:
             process.call("submit", _CALL_TIMEOUT_S, sid=sid, prompt_ids=list(prompt_ids),
                          request=codec.encode_request(params, options))
-        except BaseException:
+        except BaseException as error:
             with self._lock:
                 self._requests.pop(sid, None)
+            if retry and isinstance(error, WorkerUnavailableError) and not process.alive:
+                return self._submit_once(prompt_ids, params, options)
             raise
         self._start(request, sid)
         return handle
