@@ -54,7 +54,8 @@ class WorkerProcess:
         (a bad model file is a ModelFormatError) or WorkerUnavailableError."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            popen = subprocess.Popen([sys.executable, "-m", "mcp.serving.isolation.worker", str(theirs.fileno())],
+            popen = subprocess.Popen([sys.executable, "-m", "mcp.serving.isolation.worker", str(theirs.fileno()),
+                                      spec.name],  # the name only shows in ps: which model it serves
                                      pass_fds=(theirs.fileno(),), env=worker_environment(),
                                      stdin=subprocess.DEVNULL)
         finally:

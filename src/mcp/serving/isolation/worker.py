@@ -1,6 +1,7 @@
-"""A model's worker process: ``python -m mcp.serving.isolation.worker FD``.
+"""A model's worker process: ``python -m mcp.serving.isolation.worker FD NAME``.
 
-FD is its end of the socketpair to the supervisor. The worker reads its ``WorkerSpec``, enters
+FD is its end of the socketpair to the supervisor; NAME (the model's name:version) is only
+there for ``ps``. The worker reads its ``WorkerSpec``, enters
 the sandbox (sandbox.py), opens the model file read-only, measures it (sha256), loads the
 engine from that same open file, and says ``ready``. Then it serves frames from the supervisor
 (``submit``, ``cancel``, ``stats``, ``probe``, ``shutdown``) on the main thread, while a sender
