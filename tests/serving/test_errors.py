@@ -12,6 +12,7 @@ from mcp.runtime.errors import (
     InvalidRequestError,
     ModelNotFoundError,
     PolicyDenied,
+    WorkerUnavailableError,
 )
 from mcp.serving.errors import (
     AuthenticationError,
@@ -35,6 +36,7 @@ from mcp.serving.errors import (
     (CapacityError("full", 2.2), 429, "over_capacity", "RESOURCE_EXHAUSTED"),
     (RateLimitedError("slow down", 30.0), 429, "rate_limit_exceeded", "RESOURCE_EXHAUSTED"),
     (EngineError("boom"), 500, "engine_error", "INTERNAL"),
+    (WorkerUnavailableError("worker crashed", 1.5), 503, "worker_unavailable", "UNAVAILABLE"),
 ])
 def test_status_code_and_grpc(error, status, code, grpc):
     wire = describe(error)
@@ -47,6 +49,7 @@ def test_retry_after_is_whole_seconds_at_least_one():
     assert describe(CapacityError("full", 0.01)).retry_after_s == 1
     assert describe(CapacityError("full")).retry_after_s == 1
     assert describe(InvalidRequestError("x")).retry_after_s is None
+    assert describe(WorkerUnavailableError("restarting", 1.5)).retry_after_s == 2
 
 
 def test_field_errors_name_the_param_and_bugs_hide_their_text():

@@ -12,7 +12,7 @@ import pytest
 
 from mcp.runtime.config import RuntimeConfig
 from mcp.runtime.errors import ConfigError, ModelNotFoundError
-from mcp.runtime.serving_config import ServedModel
+from mcp.runtime.serving_config import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
 
@@ -21,7 +21,10 @@ GREEDY = {"temperature": 0.0, "max_tokens": 4, "raw": True}
 
 @pytest.fixture
 def host(tiny_mcp):
-    session = Session(RuntimeConfig(device="cpu", num_threads=1))
+    # isolation none: these tests watch Session.models to see a version unload, and routing and
+    # lifetimes do not depend on where the engine runs (worker-backed hosts: tests/serving/isolation)
+    serving = ServingConfig(isolation="none")
+    session = Session(RuntimeConfig(device="cpu", num_threads=1, serving=serving))
     host = ModelHost(session)
     yield host
     host.close()

@@ -66,12 +66,13 @@ def resolve_isolation(mode: str | None, source: str, platform: str = sys.platfor
     return mode
 
 
-def resolve_worker(section: WorkerSection) -> WorkerLimits:
+def resolve_worker(section: WorkerSection, source: str) -> WorkerLimits:
     space = section.address_space_gib
     if isinstance(space, float) and space <= 0:
-        raise ConfigError(f"serving.worker.address_space_gib must be positive, auto or unlimited, got {space}")
+        raise ConfigError(f"{source}: serving.worker.address_space_gib must be positive, auto or unlimited, "
+                          f"got {space}")
     if section.restart_backoff_max_s < section.restart_backoff_s:
-        raise ConfigError("serving.worker.restart_backoff_max_s must be at least restart_backoff_s")
+        raise ConfigError(f"{source}: serving.worker.restart_backoff_max_s must be at least restart_backoff_s")
     return WorkerLimits(
         address_space_gib=space if isinstance(space, float) else None,
         unlimited_address_space=space == "unlimited",

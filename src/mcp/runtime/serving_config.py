@@ -163,7 +163,7 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
         tenants=tenants, grpc_port=section.grpc.port if section.grpc.enabled else None,
         governance=_governance(section.governance, source),
-        isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker),
+        isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker, source),
     )
 
 

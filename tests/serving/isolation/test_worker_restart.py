@@ -20,6 +20,7 @@ from mcp.serving.host import ModelHost
 from mcp.serving.isolation.models import WorkerModels, worker_loop
 from mcp.serving.isolation.supervisor import restart_delay
 
+pytestmark = pytest.mark.slow  # each spawns real worker processes (torch import, model load)
 LONG = {"temperature": 0.0, "max_tokens": 2000, "ignore_eos": True, "raw": True}
 
 

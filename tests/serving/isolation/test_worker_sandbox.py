@@ -16,6 +16,7 @@ from mcp.runtime.serving_config import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.isolation.models import WorkerModels, worker_loop, worker_report
 
+pytestmark = pytest.mark.slow  # each spawns real worker processes (torch import, model load)
 GREEDY = {"temperature": 0.0, "max_tokens": 6, "raw": True}
 SECRET = "MCP_TEST_SECRET_API_KEY"
 
