@@ -158,7 +158,8 @@ def test_metrics_and_the_probe(server, client):
                  "mcp_num_preemptions_total", "mcp_slo_attainment", "mcp_model_load_to_ready_seconds"):
         assert re.search(rf'^{name}{{[^}}]*model="smollm2"', text, re.M), name
     labels = set(re.findall(r'(\w+)="', text))
-    assert labels <= {"model", "version", "slo_class", "finished_reason", "le"}
+    # "latency": the drift gauges' label, present once the drift monitor has ticked (every 30 s)
+    assert labels <= {"model", "version", "slo_class", "finished_reason", "le", "latency"}
     probe = httpx.get(server.url + "/health", params={"metric": "latency_p95", "service": "mcp2026",
                                                       "model": "smollm2", "window": "5m"}).json()
     assert probe["healthy"] is True and probe["samples"] > 0 and 0 < probe["value"] < 60
