@@ -81,8 +81,8 @@ def test_the_model_file_is_open_read_only(sandboxed, tiny_mcp, listener):
 def test_the_environment_holds_no_secrets(sandboxed, listener):
     names = worker_loop(sandboxed).probe(*listener)["environment"]
     assert SECRET not in names and "HOME" not in names
-    assert set(names) <= {"PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "TZ", "TMPDIR"} | \
-        {n for n in names if n.startswith(("LC_", "OMP_", "KMP_", "MKL_", "CUDA_", "NVIDIA_"))}
+    assert set(names) <= {"PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "LANG", "TZ", "TMPDIR"} | \
+        {n for n in names if n.startswith(("LC_", "OMP_", "KMP_", "MKL_", "CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_"))}
 
 
 def test_the_worker_measures_the_file_it_opened_and_keeps_the_measurements(sandboxed, tiny_mcp):

@@ -19,10 +19,9 @@ from mcp.runtime.isolation_config import WorkerLimits
 
 # Variables a worker inherits: locale, paths to find Python and its packages, thread and
 # accelerator settings. Anything else (API keys, database URLs, tokens) stays behind.
-_KEPT_NAMES = frozenset(("PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH", "PYTHONHASHSEED",
-                         "VIRTUAL_ENV", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES",
-                         "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
-_KEPT_PREFIXES = ("LC_", "KMP_", "CUDA_", "NVIDIA_", "HIP_", "ROCR_")
+_KEPT_NAMES = frozenset(("PATH", "LD_LIBRARY_PATH", "LANG", "LANGUAGE", "TZ", "TMPDIR", "PYTHONPATH",
+                         "PYTHONHASHSEED", "VIRTUAL_ENV", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"))
+_KEPT_PREFIXES = ("LC_", "OMP_", "KMP_", "CUDA_", "NVIDIA_", "HIP_", "ROCR_", "PYTORCH_", "TORCH_")
 
 
 def worker_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
