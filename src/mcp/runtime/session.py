@@ -74,6 +74,8 @@ class Session:
             decode_dots=self.config.decode_dots,
             native_step=self.config.native_step,
         )
+        if self.config.require_signed_models:
+            _check_signature(path, self.config.trusted_ca)
         check = self.config.verify_models if verify is None else verify
         engine = _load_on_a_passing_thread(path, check, options)
         loaded = Model(key, path, engine, self.config.generation, self.config.scheduler)
@@ -124,6 +126,13 @@ class Session:
 def _catalog_name(path: Path) -> str:
     """``smollm2-135m-instruct.mcp`` and ``smollm2-135m-instruct`` both name the catalog entry."""
     return path.name[: -len(".mcp")] if path.name.endswith(".mcp") else path.name
+
+
+def _check_signature(path: Path, trusted_ca: Path | None) -> None:
+    """``runtime.require_signed_models``: the model's ``.sig`` must verify against the trusted CA."""
+    from mcp.governance.signing.models import trusted_certificates, verify_model
+
+    verify_model(path, trusted_certificates(trusted_ca))
 
 
 def _load_on_a_passing_thread(path: Path, verify: bool, options: EngineOptions) -> NativeEngine:

@@ -19,6 +19,7 @@ from mcp.runtime.errors import (
     MCPError,
     ModelFormatError,
     ModelNotFoundError,
+    ModelSignatureError,
     PolicyDenied,
     RequestCancelled,
 )
@@ -75,6 +76,7 @@ _TABLE: tuple[tuple[type[MCPError], int, str, str | None, str], ...] = (
     (ModelNotFoundError, 404, "invalid_request_error", "model_not_found", "NOT_FOUND"),
     (InvalidRequestError, 400, "invalid_request_error", None, "INVALID_ARGUMENT"),
     (ConfigError, 400, "invalid_request_error", "bad_config", "INVALID_ARGUMENT"),
+    (ModelSignatureError, 403, "permission_denied", "model_signature_refused", "PERMISSION_DENIED"),
     (ModelFormatError, 422, "invalid_request_error", "bad_model_file", "FAILED_PRECONDITION"),
     (RequestCancelled, 503, "server_error", "cancelled", "UNAVAILABLE"),
     (EngineError, 500, "server_error", "engine_error", "INTERNAL"),

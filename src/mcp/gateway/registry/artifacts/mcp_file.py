@@ -23,7 +23,9 @@ def read_mcp(path: Path) -> ArtifactMetadata:
         name=header.name, architecture=header.architecture.variant,
         parameter_count=parameter_count(header), quantization=quantization(header),
         context_length=header.architecture.max_position_embeddings, license=header.lineage.license,
-        lineage=lineage,
+        lineage=lineage, base_model=header.lineage.base_model, source_sha256=header.lineage.source_sha256,
+        datasets=tuple(asdict(d) for d in header.lineage.datasets),
+        signature_status="signed" if path.with_name(path.name + ".sig").is_file() else "unsigned",
     )
 
 
