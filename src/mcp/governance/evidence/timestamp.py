@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from cryptography import x509
 from rfc3161_client import (
+    HashAlgorithm,
     PKIStatus,
     TimestampRequestBuilder,
     VerificationError,
@@ -30,7 +31,8 @@ TIMEOUT_S = 30.0
 
 def request_timestamp(url: str, data: bytes) -> bytes:
     """The TSA's DER ``TimeStampResp`` over ``data``; an ``EvidenceError`` when it gives none."""
-    query = TimestampRequestBuilder().data(data).nonce(nonce=True).cert_request(cert_request=True).build()
+    query = (TimestampRequestBuilder().data(data).hash_algorithm(HashAlgorithm.SHA256).nonce(nonce=True)
+             .cert_request(cert_request=True).build())
     request = urllib.request.Request(url, data=query.as_bytes(), method="POST",
                                      headers={"Content-Type": QUERY_TYPE, "Accept": REPLY_TYPE})
     try:
@@ -58,7 +60,7 @@ def verify_timestamp(reply: bytes, data: bytes, trusted: list[x509.Certificate])
     except ValueError as exc:
         raise EvidenceError(f"the timestamp is not a DER TimeStampResp ({exc})") from None
     imprint = response.tst_info.message_imprint.message
-    if imprint != hashlib.sha256(data).digest():
+    if imprint not in (hashlib.sha256(data).digest(), hashlib.sha512(data).digest()):
         raise EvidenceError("the timestamp does not cover the manifest's signature (its message imprint differs)")
     try:
         VerifierBuilder(roots=list(trusted)).build().verify_message(response, data)
