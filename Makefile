@@ -39,9 +39,11 @@ demo: $(STAMP) mcp-config.yaml
 
 # The registry tests need PostgreSQL on 127.0.0.1:5432: .ci/postgres starts it or says why not.
 # The deploy/ tests need promtool and prometheus: .ci/ops-tools installs them when missing.
+# The signing and evidence tests run the openssl tool: .ci/openssl installs it when missing.
 test: $(TEST_STAMP)
 	bash .ci/postgres
 	bash .ci/ops-tools
+	bash .ci/openssl
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

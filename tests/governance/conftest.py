@@ -66,3 +66,18 @@ def model_copy(tiny_mcp, tmp_path):
     import shutil
 
     return Path(shutil.copy(tiny_mcp, tmp_path / "tiny.mcp"))
+
+
+@pytest.fixture(scope="session")
+def openssl() -> str:
+    """The openssl tool's path: a clear failure in CI, a skip elsewhere, when it is not installed."""
+    import os
+    import shutil
+
+    path = shutil.which("openssl")
+    if path is None:
+        message = "openssl is not installed (Debian: apt-get install openssl; `bash .ci/openssl` does it)"
+        if os.environ.get("CI"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path

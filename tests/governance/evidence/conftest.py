@@ -37,8 +37,8 @@ ess_cert_id_alg = sha256
 class LocalTSA:
     """Answers POSTed TimeStampReqs with ``openssl ts -reply``; ``url`` is where to send them."""
 
-    def __init__(self, folder: Path, pki_files) -> None:
-        self.folder = folder
+    def __init__(self, folder: Path, pki_files, openssl: str) -> None:
+        self.folder, self.openssl = folder, openssl
         self._write_files(pki_files)
         self.num_requests = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -59,7 +59,7 @@ class LocalTSA:
         with tempfile.TemporaryDirectory(dir=self.folder) as scratch:
             request, response = Path(scratch) / "q.tsq", Path(scratch) / "r.tsr"
             request.write_bytes(query)
-            subprocess.run(["openssl", "ts", "-reply", "-config", str(self.folder / "tsa.cnf"), "-queryfile",
+            subprocess.run([self.openssl, "ts", "-reply", "-config", str(self.folder / "tsa.cnf"), "-queryfile",
                             str(request), "-out", str(response)], check=True, capture_output=True)
             return response.read_bytes()
 
@@ -88,9 +88,9 @@ class LocalTSA:
 
 
 @pytest.fixture
-def tsa(pki, tmp_path):
+def tsa(pki, tmp_path, openssl):
     folder = tmp_path / "tsa"
     folder.mkdir()
-    authority = LocalTSA(folder, pki[0])
+    authority = LocalTSA(folder, pki[0], openssl)
     yield authority
     authority.close()

@@ -74,19 +74,19 @@ def test_sboms_validate_and_list_the_runtime_and_the_model(bundle, tmp_path):
     assert cyclonedx["metadata"]["component"]["type"] == "machine-learning-model"
 
 
-def test_openssl_accepts_the_manifest_signature(bundle, pki, tmp_path):
+def test_openssl_accepts_the_manifest_signature(bundle, pki, tmp_path, openssl):
     members = _members(bundle)
     for name in ("manifest.json", "manifest.json.p7s"):
         (tmp_path / name).write_bytes(members[name])
     verified = subprocess.run(
-        ["openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", str(tmp_path / "manifest.json.p7s"),
+        [openssl, "cms", "-verify", "-binary", "-inform", "DER", "-in", str(tmp_path / "manifest.json.p7s"),
          "-content", str(tmp_path / "manifest.json"), "-CAfile", str(pki[0].ca_cert), "-purpose", "any",
          "-out", "/dev/null"], capture_output=True, text=True)
     assert verified.returncode == 0, verified.stderr
     assert "Verification successful" in verified.stderr
 
 
-def test_timestamped_bundle_verifies_here_and_with_openssl_ts(pki, model_copy, tsa, tmp_path):
+def test_timestamped_bundle_verifies_here_and_with_openssl_ts(pki, model_copy, tsa, tmp_path, openssl):
     bundle = create_bundle(model_copy, tmp_path / "stamped.ceb", pki[1], tsa_url=tsa.url).path
     result = verify_bundle(bundle, _trusted(pki))
     assert tsa.num_requests == 1
@@ -95,7 +95,7 @@ def test_timestamped_bundle_verifies_here_and_with_openssl_ts(pki, model_copy, t
     for name in ("manifest.json.p7s", "manifest.json.p7s.tsr"):
         (tmp_path / name).write_bytes(members[name])
     checked = subprocess.run(
-        ["openssl", "ts", "-verify", "-data", str(tmp_path / "manifest.json.p7s"), "-in",
+        [openssl, "ts", "-verify", "-data", str(tmp_path / "manifest.json.p7s"), "-in",
          str(tmp_path / "manifest.json.p7s.tsr"), "-CAfile", str(pki[0].ca_cert)], capture_output=True, text=True)
     assert checked.returncode == 0 and "Verification: OK" in checked.stdout, checked.stdout + checked.stderr
 

@@ -32,11 +32,11 @@ def release(smollm2_mcp, tmp_path):
     return path
 
 
-def _openssl(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["openssl", *argv], capture_output=True, text=True)
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(argv), capture_output=True, text=True)
 
 
-def test_release_of_the_default_model(release, tsa, pki, tmp_path, capsys):
+def test_release_of_the_default_model(release, tsa, pki, tmp_path, capsys, openssl):
     files, _ = pki
     identity = ["--key", str(files.signing_key), "--cert", str(files.signing_cert)]
     assert main(["sign", str(release), *identity]) == 0
@@ -51,11 +51,11 @@ def test_release_of_the_default_model(release, tsa, pki, tmp_path, capsys):
     extracted = tmp_path / "extracted"
     with zipfile.ZipFile(bundle) as archive:
         archive.extractall(extracted)
-    cms = _openssl("cms", "-verify", "-binary", "-inform", "DER", "-in", str(extracted / "manifest.json.p7s"),
+    cms = _run(openssl, "cms", "-verify", "-binary", "-inform", "DER", "-in", str(extracted / "manifest.json.p7s"),
                    "-content", str(extracted / "manifest.json"), "-CAfile", str(files.ca_cert), "-purpose", "any",
                    "-out", os.devnull)
     assert cms.returncode == 0 and "Verification successful" in cms.stderr, cms.stderr
-    ts = _openssl("ts", "-verify", "-data", str(extracted / "manifest.json.p7s"), "-in",
+    ts = _run(openssl, "ts", "-verify", "-data", str(extracted / "manifest.json.p7s"), "-in",
                   str(extracted / "manifest.json.p7s.tsr"), "-CAfile", str(files.ca_cert))
     assert ts.returncode == 0 and "Verification: OK" in ts.stdout, ts.stdout + ts.stderr
     manifest = json.loads((extracted / "manifest.json").read_text())

@@ -22,12 +22,12 @@ def test_sign_and_verify_model_on_the_command_line(pki, model_copy, capsys):
     assert "signature ok, signed by CN=MCP 2026 model signing" in capsys.readouterr().out
 
 
-def test_openssl_accepts_the_model_signature(pki, model_copy, tmp_path):
+def test_openssl_accepts_the_model_signature(pki, model_copy, tmp_path, openssl):
     files, identity = pki
     signature = sign_model(model_copy, identity)
     digest = tmp_path / "digest"
     digest.write_text(file_sha256(model_copy))
-    checked = subprocess.run(["openssl", "cms", "-verify", "-binary", "-inform", "DER", "-in", str(signature),
+    checked = subprocess.run([openssl, "cms", "-verify", "-binary", "-inform", "DER", "-in", str(signature),
                               "-content", str(digest), "-CAfile", str(files.ca_cert), "-purpose", "any",
                               "-out", "/dev/null"], capture_output=True, text=True)
     assert checked.returncode == 0 and "Verification successful" in checked.stderr, checked.stderr
