@@ -49,3 +49,22 @@ def test_registry_show_prints_datasets_and_a_signed_status(registry_url, model_w
     shown = json.loads(capsys.readouterr().out)
     assert shown["signature_status"] == "signed" and shown["base_model"] == "tiny-base"
     assert [d["name"] for d in shown["datasets"]] == ["smoltalk"]
+
+
+def test_registry_add_with_ca_records_verified_or_invalid(registry_url, model_with_datasets, tmp_path, capsys):
+    keys, other = init_keys(tmp_path / "keys"), init_keys(tmp_path / "other")
+    sign_model(model_with_datasets, load_identity(keys.signing_key, keys.signing_cert))
+
+    def add(version: str, ca) -> str:
+        assert main(["registry", "--registry", registry_url, "add", str(model_with_datasets), "--name", "rel",
+                     "--version", version, "--ca", str(ca)]) == 0
+        capsys.readouterr()
+        assert main(["registry", "--registry", registry_url, "show", f"rel:{version}"]) == 0
+        return json.loads(capsys.readouterr().out)["signature_status"]
+
+    assert add("1", keys.ca_cert) == "verified"
+    assert main(["registry", "--registry", registry_url, "add", str(model_with_datasets), "--name", "rel",
+                 "--version", "2", "--ca", str(other.ca_cert)]) == 0
+    warning = capsys.readouterr().err
+    assert "recorded as invalid: " in warning and "was not issued by a trusted CA" in warning
+    assert add("3", other.ca_cert) == "invalid"
