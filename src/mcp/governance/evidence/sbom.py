@@ -1,8 +1,9 @@
 """SBOMs of a model release: the runtime (every installed Python distribution, read with
 ``importlib.metadata``), the model artifact, what it was compiled from, and its datasets.
 
-Two formats of the same inventory: SPDX 2.3 JSON (``spdx-tools``, checked with its validator
-before it is written) and CycloneDX 1.6 JSON (``cyclonedx-python-lib``).
+Two formats of the same inventory, each checked before it is written: SPDX 2.3 JSON
+(``spdx-tools`` and its validator) and CycloneDX 1.6 JSON (``cyclonedx-python-lib`` and the
+CycloneDX JSON schema).
 """
 
 from __future__ import annotations
@@ -71,11 +72,13 @@ def spdx_json(model: ModelArtifact, packages: list[PythonPackage], created: date
 
 
 def cyclonedx_json(model: ModelArtifact, packages: list[PythonPackage]) -> str:
-    """The CycloneDX 1.6 BOM as JSON."""
+    """The CycloneDX 1.6 BOM as JSON, checked against the CycloneDX JSON schema."""
     from cyclonedx.model import HashAlgorithm, HashType
     from cyclonedx.model.bom import Bom
     from cyclonedx.model.component import Component, ComponentType
     from cyclonedx.output.json import JsonV1Dot6
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
     from packageurl import PackageURL
 
     bom = Bom()
@@ -91,7 +94,11 @@ def cyclonedx_json(model: ModelArtifact, packages: list[PythonPackage]) -> str:
     for library in libraries:
         bom.components.add(library)
     bom.register_dependency(artifact, libraries)
-    return JsonV1Dot6(bom).output_as_string(indent=2)
+    text = JsonV1Dot6(bom).output_as_string(indent=2)
+    problem = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    if problem is not None:
+        raise EvidenceError(f"the CycloneDX document does not validate: {problem}")
+    return text
 
 
 def _cyclonedx_dataset(dataset: Dataset, HashType, HashAlgorithm, Component, ComponentType):
