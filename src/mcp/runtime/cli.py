@@ -1,5 +1,5 @@
 """The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve,
-registry, route, gateway, rollout, audit.
+registry, route, gateway, rollout, audit, attest.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -89,12 +89,14 @@ def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
     from mcp.gateway.gateway_commands import add_gateway_commands
     from mcp.gateway.registry_commands import add_registry_commands
     from mcp.gateway.route_commands import add_route_commands
+    from mcp.governance.attestation.commands import add_attest_commands
     from mcp.governance.audit.commands import add_audit_commands
 
     add_registry_commands(commands)
     add_route_commands(commands)
     add_gateway_commands(commands)
     add_audit_commands(commands)
+    add_attest_commands(commands)
 
 
 def _add_bench_serve(benches: argparse._SubParsersAction) -> None:
@@ -228,7 +230,7 @@ def _serve(args: argparse.Namespace) -> int:
     for item in args.model:
         name, _, source = item.rpartition("=")
         extra.append(ServedModel(name or Path(source).name.removesuffix(".mcp"), source))
-    return serve(config, args.host, args.port, tuple(extra))
+    return serve(config, args.host, args.port, tuple(extra), str(args.config) if args.config else None)
 
 
 def _bench_serve(args: argparse.Namespace) -> int:

@@ -34,7 +34,10 @@ async def load(body: s.LoadModelRequest, state: ServerState = Depends(state_of))
 
 @router.post("/{name}/swap", response_model=s.ModelVersionInfo)
 async def swap(name: str, body: s.SwapModelRequest, state: ServerState = Depends(state_of)) -> s.ModelVersionInfo:
-    return _info(state.host, state.host.swap(name, body.version))
+    swapped = state.host.swap(name, body.version)
+    if state.attestation is not None:
+        state.attestation.measure_activation(swapped.key)  # evidence shows what is served now
+    return _info(state.host, swapped)
 
 
 @router.delete("/{name}", response_model=s.ModelVersionList)
