@@ -11,6 +11,7 @@ from mcp.serving.host import ModelHost, ModelVersion
 if TYPE_CHECKING:
     from mcp.governance.attestation.attestor import Attestor
     from mcp.governance.plane import GovernancePlane
+    from mcp.serving.http.app import ServerState
 
 
 def start_attestation(config: RuntimeConfig, config_source: str | None, model_host: ModelHost,
@@ -39,6 +40,15 @@ def observe_policy(attestor: Attestor, config: RuntimeConfig, governance: Govern
     from mcp.governance.attestation.attestor import policy_name
 
     attestor.observe_policy(policy_name(config.serving.governance), governance.policy.version)
+
+
+def swap_measured(state: ServerState, name: str, version: str) -> ModelVersion:
+    """``host.swap``, and with attestation on a new event for the version made current, so that
+    evidence reflects what is served now (HTTP and gRPC admin both swap through here)."""
+    swapped = state.host.swap(name, version)
+    if state.attestation is not None:
+        state.attestation.measure_activation(swapped.key)
+    return swapped
 
 
 def _measure(attestor: Attestor, loaded: ModelVersion) -> None:
