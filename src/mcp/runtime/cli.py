@@ -1,5 +1,5 @@
 """The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve,
-registry, route, gateway, rollout, audit, attest.
+registry, route, gateway, rollout, audit, attest, compliance.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -84,19 +84,21 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
-    """``registry``, ``route``, ``gateway`` and ``rollout`` (the gateway's) and ``audit`` (the
-    governance plane's): each module imports nothing heavy to define its commands."""
+    """``registry``, ``route``, ``gateway`` and ``rollout`` (the gateway's), ``audit`` and ``compliance``
+    (the governance plane's): each module imports nothing heavy to define its commands."""
     from mcp.gateway.gateway_commands import add_gateway_commands
     from mcp.gateway.registry_commands import add_registry_commands
     from mcp.gateway.route_commands import add_route_commands
     from mcp.governance.attestation.commands import add_attest_commands
     from mcp.governance.audit.commands import add_audit_commands
+    from mcp.governance.compliance.commands import add_compliance_commands
 
     add_registry_commands(commands)
     add_route_commands(commands)
     add_gateway_commands(commands)
     add_audit_commands(commands)
     add_attest_commands(commands)
+    add_compliance_commands(commands)
 
 
 def _add_bench_serve(benches: argparse._SubParsersAction) -> None:
