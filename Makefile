@@ -41,10 +41,12 @@ demo: $(STAMP) mcp-config.yaml
 # The registry tests need PostgreSQL on 127.0.0.1:5432: .ci/postgres starts it or says why not.
 # The deploy/ tests need promtool and prometheus: .ci/ops-tools installs them when missing.
 # The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
+# The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
 test: $(TEST_STAMP)
 	bash .ci/postgres
 	bash .ci/ops-tools
 	bash .ci/tpm
+	bash .ci/browser
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

@@ -31,8 +31,8 @@ class Evidence:
     concept: str | None = None
 
     def to_json(self, graph: ComplianceGraph) -> dict[str, Any]:
-        title = graph.controls[self.control].title if self.control else None
-        return {"control": self.control, "control_title": title, "concept": self.concept,
+        return {"control": self.control, "control_title": graph.controls[self.control].title if self.control else None,
+                "concept": self.concept, "concept_title": graph.concepts[self.concept].title if self.concept else None,
                 "status": self.status.value, "facts": list(self.facts)}
 
 
