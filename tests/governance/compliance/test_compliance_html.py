@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp.governance.compliance.context import EvidenceContext
-from mcp.governance.compliance.html import render_html
-from mcp.governance.compliance.report import build_report
+from mcp.governance.compliance.report import build_report, render_html
 
 CHROMIUM = shutil.which("chromium")
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="chromium is missing: apt-get install chromium "

@@ -36,8 +36,7 @@ def add_compliance_commands(commands: argparse._SubParsersAction) -> None:
 def _report(args: argparse.Namespace) -> int:
     from mcp.governance.compliance.context import EvidenceContext, ReportPeriod
     from mcp.governance.compliance.errors import ComplianceReportError
-    from mcp.governance.compliance.html import render_html
-    from mcp.governance.compliance.report import build_report
+    from mcp.governance.compliance.report import build_report, render_html
 
     period = ReportPeriod.parse(args.since, args.period)
     with EvidenceContext.from_config_file(args.config, period, args.registry) as context:

@@ -3,14 +3,19 @@
 Each control the chosen clauses need runs its evidence query once against the live system.
 A concept's status combines its controls' (all met: met; none met or partly: not met;
 else partly; no control at all: not met, a gap); a clause's combines its concepts' the
-same way. ``ComplianceReport.to_json()`` is the stable schema documented in docs/compliance.md.
+same way. ``ComplianceReport.to_json()`` is the stable schema documented in docs/compliance.md;
+``render_html(report)`` makes it one self-contained HTML page (print CSS included), rendered
+by jinja2 with autoescaping on: every clause text, fact and path is escaped.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from mcp.governance.compliance.context import EvidenceContext, iso_time
 from mcp.governance.compliance.graph import Clause, ComplianceGraph, Control
@@ -18,7 +23,10 @@ from mcp.governance.compliance.status import ControlResult, Status, combine, res
 from mcp.runtime.errors import MCPError
 
 SCHEMA = "mcp2026.compliance-report/1"
-FRAMEWORKS = ("gdpr", "ccpa", "cn-genai", "eu-ai-act", "all")
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+_TEMPLATES = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                                undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+_CSS_CLASS = {"met": "met", "partly": "partly", "not met": "notmet", "not applicable": "na"}
 
 
 @dataclass(frozen=True)
@@ -131,3 +139,10 @@ def _clause_result(clause: Clause, graph: ComplianceGraph, controls: dict[str, C
     needed = tuple(c.id for c in graph.controls_for(clause.id))
     evidence[:0] = [Evidence(controls[c].status, controls[c].evidence, control=c) for c in needed]
     return ClauseResult(clause, combine(concept_statuses), needed, tuple(evidence))
+
+
+def render_html(report: ComplianceReport) -> str:
+    data = report.to_json()
+    by_framework = [(f, [c for c in data["clauses"] if c["framework"] == f["id"]]) for f in data["frameworks"]]
+    return _TEMPLATES.get_template("report.html.j2").render(report=data, by_framework=by_framework,
+                                                             css_class=_CSS_CLASS)
