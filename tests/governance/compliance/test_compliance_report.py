@@ -8,10 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 from mcp.governance.audit.database import open_audit_engine
 from mcp.governance.compliance.context import EvidenceContext, ReportPeriod
+from mcp.governance.compliance.errors import ComplianceReportError
 from mcp.governance.compliance.report import build_report
 
 
@@ -118,8 +120,31 @@ def test_an_erasure_undone_and_a_chain_edited(write_config, system) -> None:
 
 
 def test_the_period_counts_only_its_records(write_config) -> None:
-    report = _report(write_config(), "eu-ai-act", ReportPeriod.parse(since="2099-01-01"))
-    assert report["period"]["since"] == "2099-01-01T00:00:00+00:00"
+    report = _report(write_config(), "eu-ai-act", ReportPeriod.parse(since="2020-01-01"))
+    assert report["period"]["since"] == "2020-01-01T00:00:00+00:00"
+    assert "4 record(s) from 2020-01-01T00:00:00+00:00 to" in _facts(report, "eu-ai-act-12", "audit_trail")
+    before = ReportPeriod(until_us=1_600_000_000_000_000, since_us=1_500_000_000_000_000)  # 2017-07 to 2020-09
+    report = _report(write_config(), "eu-ai-act", before)
     assert _clause(report, "eu-ai-act-12")["status"] == "partly"
-    assert "holds no record from 2099-01-01T00:00:00+00:00" in _facts(report, "eu-ai-act-12", "audit_trail")
+    assert "holds no record from 2017-07-14T02:40:00+00:00 to 2020-09-13T12:26:40+00:00" in \
+        _facts(report, "eu-ai-act-12", "audit_trail")
     assert json.loads(json.dumps(report)) == report
+    with pytest.raises(ComplianceReportError, match="--since 2999-01-01 is in the future"):
+        ReportPeriod.parse(since="2999-01-01")
+    with pytest.raises(ComplianceReportError, match="give --since or --period, not both"):
+        ReportPeriod.parse(since="2020-01-01", period="3d")
+    assert ReportPeriod.parse(period="2w", now_s=1_000_000.0) == ReportPeriod(1_000_000_000_000, -209_600_000_000)
+
+
+@pytest.mark.parametrize("audit_url", ["sqlite"], indirect=True)
+def test_a_missing_database_and_a_broken_bundle(write_config, system) -> None:
+    missing = system["folder"] / "elsewhere" / "audit.db"
+    (system["policies"] / "output.rego").write_text("package mcp.output\n\ndeny contains {")
+    report = _report(write_config(audit_url=f"sqlite:///{missing}"), "gdpr")
+    assert not missing.exists() and not missing.parent.exists()  # the report made no database
+    assert _clause(report, "gdpr-17")["status"] == "not met"
+    assert f"audit database {missing} does not exist: the server has recorded nothing there" in \
+        _facts(report, "gdpr-17", "crypto_erasure")
+    assert _clause(report, "gdpr-25")["status"] == "not met"
+    redaction = _facts(report, "gdpr-25", "pii_redaction")
+    assert f"policy bundle {system['policies']} does not compile" in redaction and "output.rego" in redaction

@@ -12,11 +12,12 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from mcp.governance.compliance.errors import ComplianceReportError
 from mcp.runtime.config import RuntimeConfig, load_config
+from mcp.runtime.errors import MCPError
 from mcp.runtime.serving_config import GovernanceConfig, ServedModel
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([hdw])$")
@@ -48,7 +49,10 @@ class ReportPeriod:
                 raise ComplianceReportError(f"--since {since!r}: write an ISO date or time, e.g. 2026-01-31 "
                                             "or 2026-01-31T08:00:00+01:00") from None
             moment = moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-            return cls(now_us, int(moment.timestamp() * 1e6))
+            since_us = int(moment.timestamp() * 1e6)
+            if since_us > now_us:
+                raise ComplianceReportError(f"--since {since} is in the future; give a time before now")
+            return cls(now_us, since_us)
         return cls(now_us)
 
     def describe(self) -> str:
@@ -74,6 +78,7 @@ class EvidenceContext:
     def __init__(self, config: RuntimeConfig, source: str, period: ReportPeriod,
                  registry_url: str | None = None) -> None:
         self.config, self.source, self.period, self.registry_url = config, source, period, registry_url
+        self._opened: dict[str, Any] = {}  # name -> the open part, or the MCPError opening it raised
 
     @classmethod
     def from_config_file(cls, path: str | Path, period: ReportPeriod | None = None,
@@ -95,10 +100,29 @@ class EvidenceContext:
         return Path(self.governance.audit_key_file) if self.governance and self.governance.audit_key_file \
             else default_key_file()
 
-    @cached_property
+    @property
     def audit_engine(self):
         """The audit database's engine (migrated to the newest revision, as the server does).
         A configured SQLite file that does not exist is an AuditError: nothing was recorded."""
+        return self._once("audit_engine", self._open_audit_engine)
+
+    @property
+    def policy_engine(self):
+        """The policy engine the server would run: the bundle (checked and compiled) or the OPA server."""
+        return self._once("policy_engine", self._open_policy_engine)
+
+    def _once(self, name: str, opener):
+        """Open a part on first use; a failure is kept and raised again, not retried per query."""
+        if name not in self._opened:
+            try:
+                self._opened[name] = opener()
+            except MCPError as exc:
+                self._opened[name] = exc
+        if isinstance(self._opened[name], MCPError):
+            raise self._opened[name]
+        return self._opened[name]
+
+    def _open_audit_engine(self):
         from sqlalchemy import make_url
 
         from mcp.governance.audit.database import default_url, open_audit_engine
@@ -112,9 +136,7 @@ class EvidenceContext:
                              "there; check serving.governance.audit_url")
         return open_audit_engine(url, self.governance.audit_sqlite_sync)
 
-    @cached_property
-    def policy_engine(self):
-        """The policy engine the server would run: the bundle (checked and compiled) or the OPA server."""
+    def _open_policy_engine(self):
         from mcp.governance.policy.bundle import SHIPPED
         from mcp.governance.policy.engine import RegoPolicyEngine
         from mcp.governance.policy.opa_rest import OPAPolicyEngine
@@ -137,10 +159,11 @@ class EvidenceContext:
         return refs
 
     def close(self) -> None:
-        if "audit_engine" in self.__dict__:
-            self.audit_engine.dispose()
-        if "policy_engine" in self.__dict__:
-            self.policy_engine.close()
+        engine, policy = self._opened.pop("audit_engine", None), self._opened.pop("policy_engine", None)
+        if engine is not None and not isinstance(engine, MCPError):
+            engine.dispose()
+        if policy is not None and not isinstance(policy, MCPError):
+            policy.close()
 
     def __enter__(self) -> EvidenceContext:
         return self
