@@ -4,8 +4,6 @@ one-line errors with exit 2 for a bad period, a missing config, an unwritable ou
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import pytest
 
 from mcp.runtime.cli import main
@@ -37,7 +35,8 @@ def test_report_errors_are_one_line(write_config, system, capsys: pytest.Capture
     assert "--since 'yesterday': write an ISO date or time" in capsys.readouterr().err
     assert main(["compliance", "report", "--config", str(system["folder"] / "nope.yaml")]) == 2
     assert capsys.readouterr().err == f"mcp2026: error: config file {system['folder'] / 'nope.yaml'} does not exist\n"
-    assert main(["compliance", "report", "--config", str(config), "--out", str(system["folder"] / "no" / "r.html")]) == 2
+    unwritable = system["folder"] / "no" / "r.html"
+    assert main(["compliance", "report", "--config", str(config), "--out", str(unwritable)]) == 2
     assert "cannot write the report to" in capsys.readouterr().err
 
 

@@ -47,7 +47,8 @@ def load_graph(folder: str | Path = CLAUSES, known_queries: Collection[str] | No
                     "concept", problems)
         if control.evidence not in known_queries:
             problems.add(folder / "controls.yaml", f"control {control.id}",
-                         f"evidence query {control.evidence!r} does not exist (known: {', '.join(sorted(known_queries))})")
+                         f"evidence query {control.evidence!r} does not exist "
+                         f"(known: {', '.join(sorted(known_queries))})")
     frameworks, clauses = _frameworks(folder, concepts, problems)
     if problems.lines:
         raise ComplianceDataError(f"{folder}: {len(problems.lines)} problem(s) in the compliance data\n  "

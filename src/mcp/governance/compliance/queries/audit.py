@@ -87,13 +87,13 @@ def erasures_honoured(context: EvidenceContext) -> ControlResult:
 
 
 def _left_after(connection, erasure) -> str | None:
-    key = connection.execute(select(schema.subject_keys.c.created_us).where(and_(
-        schema.subject_keys.c.subject == erasure.subject,
-        schema.subject_keys.c.created_us <= erasure.at_us))).first()
-    captures = connection.execute(
-        select(func.count()).select_from(schema.captures.join(schema.records,
-                                                              schema.records.c.seq == schema.captures.c.seq))
-        .where(and_(schema.captures.c.subject == erasure.subject, schema.records.c.at_us <= erasure.at_us))).scalar_one()
+    """What of the erased subject is older than its erasure and still there (None: nothing)."""
+    keys, captures, records = schema.subject_keys.c, schema.captures.c, schema.records.c
+    key = connection.execute(select(keys.created_us).where(
+        and_(keys.subject == erasure.subject, keys.created_us <= erasure.at_us))).first()
+    with_records = schema.captures.join(schema.records, records.seq == captures.seq)
+    captures = connection.execute(select(func.count()).select_from(with_records).where(
+        and_(captures.subject == erasure.subject, records.at_us <= erasure.at_us))).scalar_one()
     if key is None and not captures:
         return None
     what = ", ".join(filter(None, ["its key still exists" if key is not None else "",
@@ -118,8 +118,9 @@ def pseudonymous_subjects(context: EvidenceContext) -> ControlResult:
     if (off := _audit_off(context)) is not None:
         return off
     with context.audit_engine.connect() as connection:
-        subjects = connection.execute(select(schema.records.c.subject).distinct()
-                                      .where(schema.records.c.subject.is_not(None), *records_in_period(context))).scalars().all()
+        query = select(schema.records.c.subject).distinct().where(schema.records.c.subject.is_not(None),
+                                                                   *records_in_period(context))
+        subjects = connection.execute(query).scalars().all()
     plain = [s for s in subjects if not _PSEUDONYM.match(s)]
     if plain:
         return result(Status.NOT_MET, f"{len(plain)} subject(s) in the records are not keyed pseudonyms "

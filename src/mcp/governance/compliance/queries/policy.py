@@ -50,7 +50,8 @@ def pii_redaction_policy(context: EvidenceContext) -> ControlResult:
                                   f"{decision.policy_version[:12]}")
     if decision.action in ("redact", "deny"):
         return result(Status.PARTLY, f"probe: an output with an e-mail address and a phone number gets "
-                                     f"{decision.action} (kinds {', '.join(kinds) or 'none'}; rule {_rules(decision)}): "
+                                     f"{decision.action} (kinds {', '.join(kinds) or 'none'}; "
+                                     f"rule {_rules(decision)}): "
                                      "not every kind of personal data is redacted")
     return result(Status.NOT_MET, f"probe: an output with an e-mail address and a phone number is let through "
                                   f"(action {decision.action}) by policy version {decision.policy_version[:12]}")
@@ -122,6 +123,7 @@ def _decided_versions(context: EvidenceContext) -> Counter:
 
     versions: Counter = Counter()
     with context.audit_engine.connect() as connection:
-        for decisions in connection.execute(select(schema.records.c.decisions).where(*records_in_period(context))).scalars():
+        query = select(schema.records.c.decisions).where(*records_in_period(context))
+        for decisions in connection.execute(query).scalars():
             versions.update({d.get("policy_version", "?") for d in json.loads(decisions)})
     return versions
