@@ -1,5 +1,5 @@
 """The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve,
-registry, route, gateway, rollout, audit, keys, sign, verify-model, bundle.
+registry, route, gateway, rollout, audit, attest, compliance, keys, sign, verify-model, bundle.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -88,13 +88,15 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
-    """``registry``, ``route``, ``gateway`` and ``rollout`` (the gateway's) and ``audit``, ``keys``,
-    ``sign``, ``verify-model``, ``bundle`` (the governance plane's): each module imports nothing
-    heavy to define its commands."""
+    """``registry``, ``route``, ``gateway`` and ``rollout`` (the gateway's), ``audit``, ``attest``,
+    ``compliance``, ``keys``, ``sign``, ``verify-model`` and ``bundle`` (the governance plane's): each
+    module imports nothing heavy to define its commands."""
     from mcp.gateway.gateway_commands import add_gateway_commands
     from mcp.gateway.registry_commands import add_registry_commands
     from mcp.gateway.route_commands import add_route_commands
+    from mcp.governance.attestation.commands import add_attest_commands
     from mcp.governance.audit.commands import add_audit_commands
+    from mcp.governance.compliance.commands import add_compliance_commands
     from mcp.governance.evidence.commands import add_bundle_commands
     from mcp.governance.signing.commands import add_signing_commands
 
@@ -102,6 +104,8 @@ def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
     add_route_commands(commands)
     add_gateway_commands(commands)
     add_audit_commands(commands)
+    add_attest_commands(commands)
+    add_compliance_commands(commands)
     add_signing_commands(commands)
     add_bundle_commands(commands)
 
@@ -247,7 +251,7 @@ def _serve(args: argparse.Namespace) -> int:
     for item in args.model:
         name, _, source = item.rpartition("=")
         extra.append(ServedModel(name or Path(source).name.removesuffix(".mcp"), source))
-    return serve(config, args.host, args.port, tuple(extra))
+    return serve(config, args.host, args.port, tuple(extra), str(args.config) if args.config else None)
 
 
 def _bench_serve(args: argparse.Namespace) -> int:

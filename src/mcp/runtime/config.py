@@ -18,6 +18,7 @@ import yaml
 from mcp.engine.loop_config import DEFAULT_KV_MEMORY_FRACTION, LoopConfig
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
+from mcp.runtime.attestation_config import AttestationConfig, AttestationSection, resolve_attestation
 from mcp.runtime.errors import ConfigError
 from mcp.runtime.serving_config import ServingConfig, ServingSection, resolve_serving
 from mcp.runtime.signing_config import SigningConfig, SigningSection, resolve_signing
@@ -89,6 +90,7 @@ class ConfigFile(_Strict):
     generation: GenerationSection = GenerationSection()
     scheduler: SchedulerSection = SchedulerSection()
     serving: ServingSection = ServingSection()
+    attestation: AttestationSection | None = None
     signing: SigningSection = SigningSection()
 
 
@@ -128,6 +130,7 @@ class RuntimeConfig:
     generation: GenerationDefaults = GenerationDefaults()
     scheduler: LoopConfig = LoopConfig()
     serving: ServingConfig = ServingConfig()
+    attestation: AttestationConfig | None = None  # measured launch and GET /attestation (docs/attestation.md)
     signing: SigningConfig = SigningConfig()
 
 
@@ -201,6 +204,7 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
         generation=GenerationDefaults(**gen),
         scheduler=_loop_config(parsed.scheduler, source),
         serving=resolve_serving(parsed.serving, source),
+        attestation=resolve_attestation(parsed.attestation, base_dir),
         signing=resolve_signing(parsed.signing, base_dir, source),
     )
 

@@ -203,3 +203,24 @@ def test_cli_creates_and_verifies_and_names_the_cause_in_one_line(pki, model_cop
     assert error.count("\n") == 1 and "member compliance-report.json changed after signing" in error
     assert main(["bundle", "verify", str(out), "--ca", str(files.ca_cert), "--at", "2099-01-01"]) == 2
     assert "expired" in capsys.readouterr().err
+
+
+def test_cli_builds_the_compliance_report_now_without_report(pki, model_copy, tmp_path, capsys, monkeypatch):
+    files, _ = pki
+    identity = ["--key", str(files.signing_key), "--cert", str(files.signing_cert)]
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "built.ceb"
+    assert main(["bundle", "create", str(model_copy), "--out", str(out), *identity]) == 2
+    assert "no compliance report: mcp-config.yaml does not exist" in capsys.readouterr().err
+    config = tmp_path / "mcp-config.yaml"
+    config.write_text(f"runtime:\n  device: cpu\nserving:\n  models: [{{name: tiny, source: {model_copy}}}]\n")
+    assert main(["bundle", "create", str(model_copy), "--out", str(out), "--framework", "gdpr", *identity]) == 0
+    members = _members(out)
+    report = json.loads(members["compliance-report.json"])
+    manifest = json.loads(members["manifest.json"])
+    assert report["schema"] == "mcp2026.compliance-report/1" and report["framework"] == "gdpr"
+    assert manifest["compliance"]["frameworks"] == ["gdpr"]
+    assert manifest["compliance"]["summary"] == report["summary"]
+    assert manifest["compliance"]["clauses_covered"] == [c["id"] for c in report["clauses"] if c["status"] == "met"]
+    assert main(["bundle", "create", str(model_copy), "--out", str(out), "--no-report", *identity]) == 0
+    assert "compliance-report.json" not in _members(out)

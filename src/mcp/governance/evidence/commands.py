@@ -6,7 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from mcp.governance.compliance.commands import FRAMEWORKS
 from mcp.governance.signing.commands import add_identity_arguments
+
+DEFAULT_CONFIG = Path("mcp-config.yaml")
 
 
 def add_bundle_commands(commands: argparse._SubParsersAction) -> None:
@@ -15,7 +18,12 @@ def add_bundle_commands(commands: argparse._SubParsersAction) -> None:
     create = actions.add_parser("create", help="the signed evidence bundle (.ceb) of a model release")
     create.add_argument("model", type=Path, help="the released .mcp file")
     create.add_argument("--out", type=Path, required=True, help="the bundle to write, e.g. release.ceb")
-    create.add_argument("--report", type=Path, help="the compliance report JSON to include")
+    report = create.add_mutually_exclusive_group()
+    report.add_argument("--report", type=Path, help="the compliance report JSON to include (default: build it now "
+                                                    "from --config, as `mcp2026 compliance report` does)")
+    report.add_argument("--no-report", action="store_true", help="a bundle without a compliance report")
+    create.add_argument("--framework", choices=FRAMEWORKS, default="all", help="the report's framework (default all)")
+    create.add_argument("--registry", metavar="URL", help="the report also checks this model registry's lineage")
     create.add_argument("--tsa-url", help="an RFC 3161 timestamp authority (default: signing.tsa_url)")
     add_identity_arguments(create)
     create.set_defaults(handler=_create)
@@ -33,7 +41,7 @@ def _create(args: argparse.Namespace) -> int:
     from mcp.governance.signing.commands import resolve_identity, signing_config
 
     identity = resolve_identity(args)
-    report = _report(args.report) if args.report else None
+    report = None if args.no_report else _report(args.report) if args.report else _report_now(args)
     tsa_url = args.tsa_url or signing_config(args).tsa_url
     created = create_bundle(args.model, args.out, identity, report, tsa_url)
     manifest = created.manifest
@@ -56,6 +64,20 @@ def _report(path: Path) -> dict:
     if not isinstance(report, dict):
         raise EvidenceError(f"the report {path} is not a JSON object")
     return report
+
+
+def _report_now(args: argparse.Namespace) -> dict:
+    """The compliance report of the system ``--config`` (default ./mcp-config.yaml) describes, now."""
+    from mcp.governance.compliance.context import EvidenceContext
+    from mcp.governance.compliance.report import build_report
+    from mcp.governance.errors import EvidenceError
+
+    config = args.config or DEFAULT_CONFIG
+    if not config.is_file():
+        raise EvidenceError(f"no compliance report: {config} does not exist; give --config (the server's "
+                            "mcp-config.yaml) to build one now, --report FILE, or --no-report")
+    with EvidenceContext.from_config_file(config, registry_url=args.registry) as context:
+        return build_report(context, args.framework).to_json()
 
 
 def _verify(args: argparse.Namespace) -> int:

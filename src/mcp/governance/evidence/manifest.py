@@ -51,11 +51,17 @@ def manifest_bytes(manifest: dict[str, Any]) -> bytes:
 
 
 def _compliance(report: dict[str, Any] | None) -> dict[str, Any]:
-    """The clauses the report marks covered (``clauses: [{id, status}]``) and its frameworks."""
+    """The clauses the report marks covered (``clauses: [{id, status}]``), its frameworks, and
+    its summary (``mcp2026 compliance report``'s JSON has all three)."""
     if report is None:
-        return {"report_member": None, "frameworks": [], "clauses_covered": []}
+        return {"report_member": None, "frameworks": [], "clauses_covered": [], "summary": None}
     frameworks = report.get("frameworks") or ([report["framework"]] if report.get("framework") else [])
     clauses = report.get("clauses") if isinstance(report.get("clauses"), list) else []
     covered = [c["id"] for c in clauses
                if isinstance(c, dict) and "id" in c and str(c.get("status", "covered")).lower() in _COVERED]
-    return {"report_member": REPORT, "frameworks": [str(f) for f in frameworks], "clauses_covered": covered}
+    return {"report_member": REPORT, "frameworks": [_framework_id(f) for f in frameworks],
+            "clauses_covered": covered, "summary": report.get("summary")}
+
+
+def _framework_id(framework: Any) -> str:
+    return str(framework.get("id")) if isinstance(framework, dict) else str(framework)

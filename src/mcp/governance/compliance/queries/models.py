@@ -1,0 +1,70 @@
+"""Evidence from the model files: lineage in each ``.mcp`` header (and the registry), signatures.
+
+Signature *verification* is not in this package: ``model_signatures`` reports a detached
+signature file ``MODEL.mcp.sig`` beside each served model as present but unverified, or absent.
+"""
+
+from __future__ import annotations
+
+from mcp.governance.compliance.context import EvidenceContext, ModelFileRef
+from mcp.governance.compliance.status import ControlResult, Status, result
+from mcp.runtime.errors import MCPError
+
+SIGNATURE_SUFFIX = ".sig"
+
+
+def model_lineage(context: EvidenceContext) -> ControlResult:
+    refs = context.model_files()
+    if not refs:
+        return result(Status.NOT_MET, f"{context.source}: serving.models lists no model: no model file to check")
+    facts, complete = [], 0
+    for ref in refs:
+        fact, ok = _lineage_of(ref)
+        facts.append(fact)
+        complete += ok
+    facts += _registry_lineage(context)
+    status = Status.MET if complete == len(refs) else Status.PARTLY if complete else Status.NOT_MET
+    return result(status, *facts)
+
+
+def _lineage_of(ref: ModelFileRef) -> tuple[str, bool]:
+    from mcp.modelfile.reader import open_model
+
+    key = f"{ref.model.name}:{ref.model.version}"
+    if ref.path is None:
+        return f"{key}: model file {ref.model.source!r} not found (model_dir, working folder, cache)", False
+    try:
+        with open_model(ref.path) as model:
+            lineage = model.header.lineage
+    except MCPError as exc:
+        return f"{key}: {ref.path} does not open: {exc}", False
+    if not lineage.source_sha256 or not lineage.compiler_version:
+        return f"{key}: {ref.path.name} has no source hash or compiler version in its lineage", False
+    license_ = lineage.license or "no license recorded"
+    return (f"{key}: {ref.path.name} compiled from {lineage.source_name} ({lineage.source_format}, sha256 "
+            f"{lineage.source_sha256[:16]}…) by mcp2026 {lineage.compiler_version} at {lineage.created_at}; "
+            f"license: {license_}"), True
+
+
+def _registry_lineage(context: EvidenceContext) -> list[str]:
+    if context.registry_url is None:
+        return []
+    from mcp.gateway.registry.registry import Registry
+
+    with Registry.open(context.registry_url) as registry:
+        versions = registry.versions()
+    with_lineage = [v for v in versions if v.lineage]
+    return [f"registry: {len(with_lineage)} of {len(versions)} model version(s) carry lineage"
+            + "".join(f"; {v.model_id} has none" for v in versions if not v.lineage)]
+
+
+def model_signatures(context: EvidenceContext) -> ControlResult:
+    refs = [ref for ref in context.model_files() if ref.path is not None]
+    if not refs:
+        return result(Status.NOT_MET, "no served model file found to look for a signature beside")
+    signed = [ref for ref in refs if ref.path.with_name(ref.path.name + SIGNATURE_SUFFIX).is_file()]
+    facts = [f"{ref.model.name}:{ref.model.version}: signature {ref.path.name}{SIGNATURE_SUFFIX} present, not verified "
+             "(no signature verification in this report yet)" for ref in signed]
+    facts += [f"{ref.model.name}:{ref.model.version}: no signature (looked for {ref.path}{SIGNATURE_SUFFIX})"
+              for ref in refs if ref not in signed]
+    return result(Status.PARTLY if signed else Status.NOT_MET, *facts)
