@@ -61,7 +61,7 @@ def pki(tmp_path):
 
 
 @pytest.fixture
-def model_copy(tiny_mcp, tmp_path):
+def tiny_copy(tiny_mcp, tmp_path):
     """A copy of the tiny model that a test may sign, change or delete."""
     import shutil
 

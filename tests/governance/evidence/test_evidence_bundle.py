@@ -39,15 +39,15 @@ def _trusted(pki) -> list:
 
 
 @pytest.fixture
-def bundle(pki, model_copy, tmp_path) -> Path:
-    return create_bundle(model_copy, tmp_path / "release.ceb", pki[1], REPORT).path
+def bundle(pki, tiny_copy, tmp_path) -> Path:
+    return create_bundle(tiny_copy, tmp_path / "release.ceb", pki[1], REPORT).path
 
 
-def test_bundle_holds_fixed_members_hashed_in_a_signed_manifest(bundle, pki, model_copy):
+def test_bundle_holds_fixed_members_hashed_in_a_signed_manifest(bundle, pki, tiny_copy):
     members = _members(bundle)
     assert list(members) == [name for name in MEMBER_ORDER if name != "manifest.json.p7s.tsr"]
     manifest = json.loads(members["manifest.json"])
-    assert manifest["model"]["sha256"] == file_sha256(model_copy)
+    assert manifest["model"]["sha256"] == file_sha256(tiny_copy)
     assert manifest["model_lineage"]["source_format"] == "hf-safetensors"
     assert manifest["compliance"]["clauses_covered"] == ["gdpr-art-30"]
     assert {m["name"] for m in manifest["members"]} == {"compliance-report.json", "sbom.spdx.json", "sbom.cdx.json"}
@@ -86,8 +86,8 @@ def test_openssl_accepts_the_manifest_signature(bundle, pki, tmp_path, openssl):
     assert "Verification successful" in verified.stderr
 
 
-def test_timestamped_bundle_verifies_here_and_with_openssl_ts(pki, model_copy, tsa, tmp_path, openssl):
-    bundle = create_bundle(model_copy, tmp_path / "stamped.ceb", pki[1], tsa_url=tsa.url).path
+def test_timestamped_bundle_verifies_here_and_with_openssl_ts(pki, tiny_copy, tsa, tmp_path, openssl):
+    bundle = create_bundle(tiny_copy, tmp_path / "stamped.ceb", pki[1], tsa_url=tsa.url).path
     result = verify_bundle(bundle, _trusted(pki))
     assert tsa.num_requests == 1
     assert abs(result.timestamp - datetime.now(timezone.utc)) < timedelta(minutes=2)
@@ -108,9 +108,9 @@ def test_a_changed_byte_names_the_member(bundle, pki):
         verify_bundle(bundle, _trusted(pki))
 
 
-def test_a_flipped_byte_in_the_archive_names_the_member(pki, model_copy, tmp_path):
+def test_a_flipped_byte_in_the_archive_names_the_member(pki, tiny_copy, tmp_path):
     bundle = tmp_path / "stored.ceb"
-    create_bundle(model_copy, bundle, pki[1], REPORT)
+    create_bundle(tiny_copy, bundle, pki[1], REPORT)
     with zipfile.ZipFile(bundle) as archive:
         info = archive.getinfo("compliance-report.json")
         start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
@@ -155,18 +155,18 @@ def test_an_expired_certificate_is_refused(bundle, pki):
         verify_bundle(bundle, _trusted(pki), at=datetime.now(timezone.utc) + timedelta(days=400))
 
 
-def test_an_expired_certificate_cannot_sign(model_copy, tmp_path):
+def test_an_expired_certificate_cannot_sign(tiny_copy, tmp_path):
     old = init_keys(tmp_path / "old", days=1, not_before=datetime.now(timezone.utc) - timedelta(days=3))
     identity = load_identity(old.signing_key, old.signing_cert)
     with pytest.raises(EvidenceError, match="is not valid now"):
-        create_bundle(model_copy, tmp_path / "x.ceb", identity)
+        create_bundle(tiny_copy, tmp_path / "x.ceb", identity)
     assert not (tmp_path / "x.ceb").exists()
 
 
-def test_a_timestamp_over_other_data_is_bad(pki, model_copy, tsa, tmp_path):
+def test_a_timestamp_over_other_data_is_bad(pki, tiny_copy, tsa, tmp_path):
     from mcp.governance.evidence.timestamp import request_timestamp
 
-    bundle = create_bundle(model_copy, tmp_path / "stamped.ceb", pki[1], tsa_url=tsa.url).path
+    bundle = create_bundle(tiny_copy, tmp_path / "stamped.ceb", pki[1], tsa_url=tsa.url).path
     members = _members(bundle)
     members["manifest.json.p7s.tsr"] = request_timestamp(tsa.url, b"some other signature")
     _rewrite(bundle, members)
@@ -174,8 +174,8 @@ def test_a_timestamp_over_other_data_is_bad(pki, model_copy, tsa, tmp_path):
         verify_bundle(bundle, _trusted(pki))
 
 
-def test_a_timestamp_from_an_untrusted_tsa_is_bad(pki, model_copy, tsa, tmp_path):
-    bundle = create_bundle(model_copy, tmp_path / "stamped.ceb", pki[1], tsa_url=tsa.url).path
+def test_a_timestamp_from_an_untrusted_tsa_is_bad(pki, tiny_copy, tsa, tmp_path):
+    bundle = create_bundle(tiny_copy, tmp_path / "stamped.ceb", pki[1], tsa_url=tsa.url).path
     other = init_keys(tmp_path / "other-keys")
     with pytest.raises(EvidenceError, match="bad timestamp .*does not verify against the trusted CAs"):
         verify_bundle(bundle, _trusted(pki), tsa_trusted=load_certificates(other.ca_cert))
@@ -186,13 +186,13 @@ def test_a_timestamp_from_an_untrusted_tsa_is_bad(pki, model_copy, tsa, tmp_path
         verify_bundle(bundle, _trusted(pki))
 
 
-def test_cli_creates_and_verifies_and_names_the_cause_in_one_line(pki, model_copy, tmp_path, capsys):
+def test_cli_creates_and_verifies_and_names_the_cause_in_one_line(pki, tiny_copy, tmp_path, capsys):
     files, _ = pki
     report = tmp_path / "report.json"
     report.write_text(json.dumps(REPORT))
     out = tmp_path / "cli.ceb"
     identity = ["--key", str(files.signing_key), "--cert", str(files.signing_cert)]
-    assert main(["bundle", "create", str(model_copy), "--out", str(out), "--report", str(report), *identity]) == 0
+    assert main(["bundle", "create", str(tiny_copy), "--out", str(out), "--report", str(report), *identity]) == 0
     assert main(["bundle", "verify", str(out), "--ca", str(files.ca_cert)]) == 0
     assert f"{out}: ok: bundle urn:uuid:" in capsys.readouterr().out
     members = _members(out)
@@ -205,16 +205,16 @@ def test_cli_creates_and_verifies_and_names_the_cause_in_one_line(pki, model_cop
     assert "expired" in capsys.readouterr().err
 
 
-def test_cli_builds_the_compliance_report_now_without_report(pki, model_copy, tmp_path, capsys, monkeypatch):
+def test_cli_builds_the_compliance_report_now_without_report(pki, tiny_copy, tmp_path, capsys, monkeypatch):
     files, _ = pki
     identity = ["--key", str(files.signing_key), "--cert", str(files.signing_cert)]
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "built.ceb"
-    assert main(["bundle", "create", str(model_copy), "--out", str(out), *identity]) == 2
+    assert main(["bundle", "create", str(tiny_copy), "--out", str(out), *identity]) == 2
     assert "no compliance report: mcp-config.yaml does not exist" in capsys.readouterr().err
     config = tmp_path / "mcp-config.yaml"
-    config.write_text(f"runtime:\n  device: cpu\nserving:\n  models: [{{name: tiny, source: {model_copy}}}]\n")
-    assert main(["bundle", "create", str(model_copy), "--out", str(out), "--framework", "gdpr", *identity]) == 0
+    config.write_text(f"runtime:\n  device: cpu\nserving:\n  models: [{{name: tiny, source: {tiny_copy}}}]\n")
+    assert main(["bundle", "create", str(tiny_copy), "--out", str(out), "--framework", "gdpr", *identity]) == 0
     members = _members(out)
     report = json.loads(members["compliance-report.json"])
     manifest = json.loads(members["manifest.json"])
@@ -222,5 +222,5 @@ def test_cli_builds_the_compliance_report_now_without_report(pki, model_copy, tm
     assert manifest["compliance"]["frameworks"] == ["gdpr"]
     assert manifest["compliance"]["summary"] == report["summary"]
     assert manifest["compliance"]["clauses_covered"] == [c["id"] for c in report["clauses"] if c["status"] == "met"]
-    assert main(["bundle", "create", str(model_copy), "--out", str(out), "--no-report", *identity]) == 0
+    assert main(["bundle", "create", str(tiny_copy), "--out", str(out), "--no-report", *identity]) == 0
     assert "compliance-report.json" not in _members(out)
