@@ -1,7 +1,9 @@
 """Evidence from the model files: lineage in each ``.mcp`` header (and the registry), signatures.
 
-Signature *verification* is not in this package: ``model_signatures`` reports a detached
-signature file ``MODEL.mcp.sig`` beside each served model as present but unverified, or absent.
+``model_signatures`` looks for the detached signature ``MODEL.mcp.sig`` beside each served
+model. With ``runtime.trusted_ca`` configured it verifies each one (``governance.signing``):
+met when every served model's verifies and ``runtime.require_signed_models`` makes the
+runtime refuse the others; without a CA a signature is reported present but unverified.
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ def _lineage_of(ref: ModelFileRef) -> tuple[str, bool]:
     if not lineage.source_sha256 or not lineage.compiler_version:
         return f"{key}: {ref.path.name} has no source hash or compiler version in its lineage", False
     license_ = lineage.license or "no license recorded"
+    datasets = ", ".join(d.name for d in lineage.datasets) or "none declared"
     return (f"{key}: {ref.path.name} compiled from {lineage.source_name} ({lineage.source_format}, sha256 "
             f"{lineage.source_sha256[:16]}…) by mcp2026 {lineage.compiler_version} at {lineage.created_at}; "
-            f"license: {license_}"), True
+            f"license: {license_}; datasets: {datasets}"), True
 
 
 def _registry_lineage(context: EvidenceContext) -> list[str]:
@@ -63,8 +66,34 @@ def model_signatures(context: EvidenceContext) -> ControlResult:
     if not refs:
         return result(Status.NOT_MET, "no served model file found to look for a signature beside")
     signed = [ref for ref in refs if ref.path.with_name(ref.path.name + SIGNATURE_SUFFIX).is_file()]
-    facts = [f"{ref.model.name}:{ref.model.version}: signature {ref.path.name}{SIGNATURE_SUFFIX} present, not verified "
-             "(no signature verification in this report yet)" for ref in signed]
-    facts += [f"{ref.model.name}:{ref.model.version}: no signature (looked for {ref.path}{SIGNATURE_SUFFIX})"
-              for ref in refs if ref not in signed]
-    return result(Status.PARTLY if signed else Status.NOT_MET, *facts)
+    unsigned = [f"{ref.model.name}:{ref.model.version}: no signature (looked for {ref.path}{SIGNATURE_SUFFIX})"
+                for ref in refs if ref not in signed]
+    if context.config.trusted_ca is None:
+        facts = [f"{ref.model.name}:{ref.model.version}: signature {ref.path.name}{SIGNATURE_SUFFIX} present, not "
+                 "verified (set runtime.trusted_ca to verify it)" for ref in signed]
+        return result(Status.PARTLY if signed else Status.NOT_MET, *facts, *unsigned)
+    verified, facts = _verified_signatures(context, signed)
+    required = context.config.require_signed_models
+    facts.append(f"runtime.require_signed_models is {'on: unsigned models are refused' if required else 'off'}")
+    if verified == len(refs) and required:
+        return result(Status.MET, *facts, *unsigned)
+    return result(Status.PARTLY if verified else Status.NOT_MET, *facts, *unsigned)
+
+
+def _verified_signatures(context: EvidenceContext, signed: list[ModelFileRef]) -> tuple[int, list[str]]:
+    """How many of the signatures verify against runtime.trusted_ca, and a fact for each."""
+    from mcp.governance.signing.models import trusted_certificates, verify_model
+    from mcp.runtime.errors import ModelSignatureError
+
+    trusted = trusted_certificates(context.config.trusted_ca)
+    verified, facts = 0, []
+    for ref in signed:
+        key = f"{ref.model.name}:{ref.model.version}"
+        try:
+            info = verify_model(ref.path, trusted)
+        except ModelSignatureError as exc:
+            facts.append(f"{key}: signature refused: {exc}")
+            continue
+        verified += 1
+        facts.append(f"{key}: signature {ref.path.name}{SIGNATURE_SUFFIX} verified, signed by {info.signer_name}")
+    return verified, facts
