@@ -67,3 +67,19 @@ def test_a_signature_file_of_garbage_is_refused(pki, tiny_copy):
     tiny_copy.with_name("tiny.mcp.sig").write_bytes(b"not a signature")
     with pytest.raises(ModelSignatureError, match="is not a DER CMS SignedData"):
         verify_model(tiny_copy, load_certificates(files.ca_cert))
+
+
+def test_default_keys_and_the_configured_signing_section(tiny_copy, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MCP_HOME", str(tmp_path / "home"))
+    assert main(["sign", str(tiny_copy)]) == 2
+    assert "run `mcp2026 keys init`" in capsys.readouterr().err
+    assert main(["keys", "init"]) == 0
+    assert main(["sign", str(tiny_copy)]) == 0 and main(["verify-model", str(tiny_copy)]) == 0
+    operator = init_keys(tmp_path / "operator")
+    config = tmp_path / "mcp-config.yaml"
+    config.write_text("signing:\n  key_file: operator/signing.key\n  cert_file: operator/signing.pem\n")
+    assert main(["sign", str(tiny_copy), "--config", str(config)]) == 0
+    assert main(["verify-model", str(tiny_copy)]) == 2  # now signed by the operator's CA, not the default one
+    assert main(["verify-model", str(tiny_copy), "--ca", str(operator.ca_cert)]) == 0
+    assert main(["sign", str(tiny_copy), "--key", str(operator.signing_key)]) == 2
+    assert "--key and --cert go together" in capsys.readouterr().err
