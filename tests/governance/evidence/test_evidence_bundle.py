@@ -224,3 +224,15 @@ def test_cli_builds_the_compliance_report_now_without_report(pki, tiny_copy, tmp
     assert manifest["compliance"]["clauses_covered"] == [c["id"] for c in report["clauses"] if c["status"] == "met"]
     assert main(["bundle", "create", str(tiny_copy), "--out", str(out), "--no-report", *identity]) == 0
     assert "compliance-report.json" not in _members(out)
+
+
+def test_cli_takes_keys_and_the_tsa_from_the_config(pki, tiny_copy, tsa, tmp_path, capsys):
+    files, _ = pki
+    config = tmp_path / "mcp-config.yaml"
+    config.write_text(f"signing:\n  key_file: {files.signing_key}\n  cert_file: {files.signing_cert}\n"
+                      f"  tsa_url: {tsa.url}\n")
+    out = tmp_path / "configured.ceb"
+    assert main(["bundle", "create", str(tiny_copy), "--out", str(out), "--config", str(config), "--no-report"]) == 0
+    assert "timestamped" in capsys.readouterr().out and tsa.num_requests == 1
+    assert main(["bundle", "verify", str(out), "--ca", str(files.ca_cert)]) == 0
+    assert ", timestamped 20" in capsys.readouterr().out
