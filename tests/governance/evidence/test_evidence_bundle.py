@@ -144,6 +144,15 @@ def test_an_unexpected_member_is_named(bundle, pki):
         verify_bundle(bundle, _trusted(pki))
 
 
+def test_the_bundle_is_checked_against_a_model_file(bundle, pki, tiny_copy, tmp_path):
+    assert verify_bundle(bundle, _trusted(pki), model=tiny_copy).model_name == "tiny"
+    other = tmp_path / "other.mcp"
+    data = tiny_copy.read_bytes()
+    other.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(EvidenceError, match="other.mcp is not the model of .*the bundle is for tiny.mcp"):
+        verify_bundle(bundle, _trusted(pki), model=other)
+
+
 def test_a_wrong_chain_is_refused(bundle, tmp_path):
     other = init_keys(tmp_path / "other-keys")
     with pytest.raises(EvidenceError, match="was not issued by a trusted CA"):

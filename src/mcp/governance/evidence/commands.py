@@ -31,6 +31,7 @@ def add_bundle_commands(commands: argparse._SubParsersAction) -> None:
     verify.add_argument("bundle", type=Path)
     verify.add_argument("--ca", type=Path, help="PEM file of the trusted CAs (default: the evaluation CA)")
     verify.add_argument("--tsa-ca", type=Path, help="PEM file of the timestamp authority's CAs (default: --ca)")
+    verify.add_argument("--model", type=Path, help="also check that the bundle is this .mcp file's")
     verify.add_argument("--at", help="check the certificates as of this ISO 8601 time (default: the "
                                      "timestamp's time, else now)")
     verify.set_defaults(handler=_verify)
@@ -97,7 +98,7 @@ def _verify(args: argparse.Namespace) -> int:
         except ValueError:
             raise EvidenceError(f"--at {args.at!r} is not an ISO 8601 time, e.g. 2027-01-31T12:00:00+00:00") from None
         at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
-    result = verify_bundle(args.bundle, trusted, tsa_trusted, at)
+    result = verify_bundle(args.bundle, trusted, tsa_trusted, at, args.model)
     stamp = f", timestamped {result.timestamp.isoformat()}" if result.timestamp else ", no timestamp"
     print(f"{args.bundle}: ok: bundle {result.bundle_id}, model {result.model_name} sha256 "
           f"{result.model_sha256[:12]}, signed by {result.signer}{stamp}; members {', '.join(result.members)}")

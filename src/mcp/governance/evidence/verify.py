@@ -38,7 +38,8 @@ class BundleVerification:
 
 
 def verify_bundle(path: Path, trusted: list[x509.Certificate], tsa_trusted: list[x509.Certificate] | None = None,
-                  at: datetime | None = None) -> BundleVerification:
+                  at: datetime | None = None, model: Path | None = None) -> BundleVerification:
+    """Check the bundle (see the module docstring); with ``model``, also that it is that file's."""
     members = read_bundle(Path(path))
     for required in (MANIFEST, SIGNATURE):
         if required not in members:
@@ -51,6 +52,8 @@ def verify_bundle(path: Path, trusted: list[x509.Certificate], tsa_trusted: list
     except SigningError as exc:
         raise EvidenceError(f"{path}: the signature of {MANIFEST} is refused: {exc}") from None
     _check_members(path, manifest, members)
+    if model is not None:
+        _check_model(path, manifest, Path(model))
     return BundleVerification(manifest["bundle_id"], manifest["model"]["name"], manifest["model"]["sha256"],
                               info.signer_name, stamped_at, tuple(members))
 
@@ -78,6 +81,17 @@ def _timestamp(path: Path, manifest: dict[str, Any], members: dict[str, bytes],
         return verify_timestamp(members[TIMESTAMP], members[SIGNATURE], trusted)
     except EvidenceError as exc:
         raise EvidenceError(f"{path}: bad timestamp in member {TIMESTAMP}: {exc}") from None
+
+
+def _check_model(path: Path, manifest: dict[str, Any], model: Path) -> None:
+    from mcp.modelfile.hashing import file_sha256
+
+    if not model.is_file():
+        raise EvidenceError(f"{model}: no such model file to check against {path}")
+    digest, recorded = file_sha256(model), manifest["model"]["sha256"]
+    if digest != recorded:
+        raise EvidenceError(f"{model} is not the model of {path}: its sha256 is {digest}, the bundle is for "
+                            f"{manifest['model']['file']} with sha256 {recorded}")
 
 
 def _check_members(path: Path, manifest: dict[str, Any], members: dict[str, bytes]) -> None:
