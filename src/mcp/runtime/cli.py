@@ -49,7 +49,7 @@ def _build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("--name", help="model name recorded in the header")
     compile_.add_argument("--license", help="license recorded in the lineage")
     compile_.add_argument("--lineage", type=Path, metavar="YAML",
-                          help="declared lineage: datasets, base model, license (docs/compliance-evidence.md)")
+                          help="declared lineage: datasets, base model, license (docs/compliance.md)")
     compile_.add_argument("--dataset", action="append", default=[], metavar="name=X[,license=..,sha256=..,source=..]",
                           help="a dataset the model was trained on (repeatable)")
     compile_.set_defaults(handler=_compile)

@@ -1,6 +1,6 @@
 """The ``signing:`` section of ``mcp-config.yaml``: the operator's signing key and certificate
 files and the timestamp authority, used by ``mcp2026 sign`` and ``mcp2026 bundle create``
-(docs/compliance-evidence.md). Relative paths resolve against the config file's folder.
+(docs/compliance.md). Relative paths resolve against the config file's folder.
 """
 
 from __future__ import annotations

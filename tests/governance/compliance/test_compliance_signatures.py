@@ -7,7 +7,7 @@ import dataclasses
 import shutil
 
 from mcp.governance.compliance.context import EvidenceContext, ReportPeriod
-from mcp.governance.compliance.queries.models import model_lineage, model_signatures
+from mcp.governance.compliance.queries.models import data_lineage, model_lineage, model_signatures
 from mcp.governance.compliance.status import Status
 from mcp.governance.signing.keys import init_keys, load_identity
 from mcp.governance.signing.models import sign_model
@@ -49,3 +49,24 @@ def test_lineage_facts_name_the_declared_datasets(tiny_mcp, tmp_path):
     found = model_lineage(_context(model, {}))
     assert found.status is Status.MET and found.evidence[0].endswith("datasets: smoltalk, wiki")
     assert model_lineage(_context(tiny_mcp, {})).evidence[0].endswith("datasets: none declared")
+
+
+def test_data_lineage_needs_a_license_and_hash_for_every_dataset(tiny_mcp, tmp_path):
+    digest = "ab" * 32
+    cases = {
+        "documented": ((Dataset("smoltalk", license="apache-2.0", sha256=digest),), Status.MET),
+        "no-hash": ((Dataset("smoltalk", license="apache-2.0"), Dataset("wiki", sha256=digest)), Status.PARTLY),
+    }
+    for name, (datasets, expected) in cases.items():
+        model = tmp_path / f"{name}.mcp"
+        with open_model(tiny_mcp) as source:
+            lineage = dataclasses.replace(source.header.lineage, datasets=datasets)
+            header = dataclasses.replace(source.header, lineage=lineage)
+            write_model(model, header, {spec.name: source.tensor(spec.name) for spec in header.tensors})
+        found = data_lineage(_context(model, {}))
+        assert found.status is expected, (name, found)
+    assert found.evidence == (f"tiny:1: no-hash.mcp declares 2 dataset(s): smoltalk (apache-2.0), wiki (no license); "
+                              "smoltalk has no sha256; wiki has no license",)
+    none = data_lineage(_context(tiny_mcp, {}))
+    assert none.status is Status.NOT_MET
+    assert none.evidence[0].endswith("declares no dataset (declare them with mcp2026 compile --lineage)")

@@ -13,7 +13,7 @@ DEFAULT_CONFIG = Path("mcp-config.yaml")
 
 
 def add_bundle_commands(commands: argparse._SubParsersAction) -> None:
-    bundle = commands.add_parser("bundle", help="evidence bundles: bundle create|verify (docs/compliance-evidence.md)")
+    bundle = commands.add_parser("bundle", help="evidence bundles: bundle create|verify (docs/compliance.md)")
     actions = bundle.add_subparsers(title="actions", metavar="ACTION")
     create = actions.add_parser("create", help="the signed evidence bundle (.ceb) of a model release")
     create.add_argument("model", type=Path, help="the released .mcp file")

@@ -2,4 +2,4 @@
 operator's key and certificate files), ``cms`` (detached CMS/PKCS#7 signatures: made with
 ``cryptography``, read back with ``asn1crypto`` and checked with ``cryptography``),
 ``chain`` (a certificate path up to a trusted CA), ``models`` (``MODEL.mcp.sig``).
-See docs/compliance-evidence.md, "Keys and signed models"."""
+See docs/compliance.md, "Keys and signed models"."""

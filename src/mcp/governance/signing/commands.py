@@ -9,7 +9,7 @@ from pathlib import Path
 
 
 def add_signing_commands(commands: argparse._SubParsersAction) -> None:
-    keys = commands.add_parser("keys", help="signing keys: keys init (docs/compliance-evidence.md)")
+    keys = commands.add_parser("keys", help="signing keys: keys init (docs/compliance.md)")
     actions = keys.add_subparsers(title="actions", metavar="ACTION")
     init = actions.add_parser("init", help="create an evaluation CA and a signing key and certificate")
     init.add_argument("--dir", type=Path, help="where (default: $MCP_HOME/keys)")

@@ -2,7 +2,7 @@
 
 The signed content is the file's sha256 as 64 lowercase hex digits (no newline), so a
 signature of a many-gigabyte model is made and checked while streaming the file once, and
-``openssl cms -verify -binary -content DIGEST_FILE`` checks it too (docs/compliance-evidence.md).
+``openssl cms -verify -binary -content DIGEST_FILE`` checks it too (docs/compliance.md).
 """
 
 from __future__ import annotations

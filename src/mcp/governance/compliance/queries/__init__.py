@@ -33,4 +33,5 @@ EVIDENCE_QUERIES: dict[str, EvidenceQuery] = {
     "tenant_keys": serving.tenant_keys,
     "model_lineage": models.model_lineage,
     "model_signatures": models.model_signatures,
+    "data_lineage": models.data_lineage,
 }

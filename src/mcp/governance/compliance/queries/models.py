@@ -1,4 +1,5 @@
-"""Evidence from the model files: lineage in each ``.mcp`` header (and the registry), signatures.
+"""Evidence from the model files: lineage in each ``.mcp`` header (and the registry), the
+datasets each header declares (data lineage), signatures.
 
 ``model_signatures`` looks for the detached signature ``MODEL.mcp.sig`` beside each served
 model. With ``runtime.trusted_ca`` configured it verifies each one (``governance.signing``):
@@ -59,6 +60,43 @@ def _registry_lineage(context: EvidenceContext) -> list[str]:
     with_lineage = [v for v in versions if v.lineage]
     return [f"registry: {len(with_lineage)} of {len(versions)} model version(s) carry lineage"
             + "".join(f"; {v.model_id} has none" for v in versions if not v.lineage)]
+
+
+def data_lineage(context: EvidenceContext) -> ControlResult:
+    """Met when every served model declares its datasets, each with a license and a sha256."""
+    refs = context.model_files()
+    if not refs:
+        return result(Status.NOT_MET, f"{context.source}: serving.models lists no model: no model file to check")
+    facts, documented, declared = [], 0, 0
+    for ref in refs:
+        fact, num_datasets, complete = _datasets_of(ref)
+        facts.append(fact)
+        declared += num_datasets > 0
+        documented += complete
+    status = Status.MET if documented == len(refs) else Status.PARTLY if declared else Status.NOT_MET
+    return result(status, *facts)
+
+
+def _datasets_of(ref: ModelFileRef) -> tuple[str, int, bool]:
+    """A fact about ``ref``'s declared datasets, how many it declares, and whether each has a
+    license and a sha256."""
+    from mcp.modelfile.reader import open_model
+
+    key = f"{ref.model.name}:{ref.model.version}"
+    if ref.path is None:
+        return f"{key}: model file {ref.model.source!r} not found (model_dir, working folder, cache)", 0, False
+    try:
+        with open_model(ref.path) as model:
+            datasets = model.header.lineage.datasets
+    except MCPError as exc:
+        return f"{key}: {ref.path} does not open: {exc}", 0, False
+    if not datasets:
+        return f"{key}: {ref.path.name} declares no dataset (declare them with mcp2026 compile --lineage)", 0, False
+    missing = [f"{d.name} has no {' or '.join(f for f in ('license', 'sha256') if not getattr(d, f))}"
+               for d in datasets if not (d.license and d.sha256)]
+    names = ", ".join(f"{d.name} ({d.license or 'no license'})" for d in datasets)
+    fact = f"{key}: {ref.path.name} declares {len(datasets)} dataset(s): {names}"
+    return fact + "".join(f"; {m}" for m in missing), len(datasets), not missing
 
 
 def model_signatures(context: EvidenceContext) -> ControlResult:
