@@ -18,6 +18,7 @@ $(STAMP): pyproject.toml setup.py constraints/cpu.txt $(wildcard src/mcp/engine/
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt torch
+	case ',$(EXTRAS),' in *,test,*) bash .ci/tpm ;; esac  # tpm2-pytss (test extra) builds against libtss2-dev
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt -e '.[$(EXTRAS)]'
 	touch $@
 
@@ -39,9 +40,15 @@ demo: $(STAMP) mcp-config.yaml
 
 # The registry tests need PostgreSQL on 127.0.0.1:5432: .ci/postgres starts it or says why not.
 # The deploy/ tests need promtool and prometheus: .ci/ops-tools installs them when missing.
+# The signing and evidence tests run the openssl tool: .ci/openssl installs it when missing.
+# The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
+# The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
 test: $(TEST_STAMP)
 	bash .ci/postgres
 	bash .ci/ops-tools
+	bash .ci/tpm
+	bash .ci/browser
+	bash .ci/openssl
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

@@ -21,7 +21,7 @@ def run(registry_url, capsys):
 
 
 def test_registry_lifecycle(run, onnx_file, hf_folder):
-    assert run("migrate")[1].rstrip().endswith("schema empty -> 0002")
+    assert run("migrate")[1].rstrip().endswith("schema empty -> 0003")
     assert run("add", str(onnx_file), "--version", "1")[1].startswith("registered tiny-mlp:1 (onnx, staging")
     assert run("add", str(hf_folder), "--name", "tiny-mlp", "--version", "2", "--stage", "canary")[0] == 0
     code, out, _ = run("list")

@@ -24,6 +24,8 @@ def add_registry_commands(commands: argparse._SubParsersAction) -> None:
     add.add_argument("--name", help="model name (default: from the artifact)")
     add.add_argument("--version", dest="model_version", default="1", help="version label (default 1)")
     add.add_argument("--stage", choices=STAGES, default="staging")
+    add.add_argument("--ca", type=Path, help="check a .mcp's signature against these CAs: signature_status "
+                                             "verified or invalid (without: signed when a .sig lies beside it)")
     add.set_defaults(handler=_add)
     listing = actions.add_parser("list", help="every model version and its stage")
     listing.add_argument("name", nargs="?")
@@ -75,10 +77,33 @@ def _add(args: argparse.Namespace) -> int:
     from mcp.gateway.registry.stages import parse_stage
 
     artifact = read_artifact(args.path)  # before touching the database: a bad file leaves no row
+    if args.ca is not None:
+        artifact = _checked_signature(args.path, artifact, args.ca)
     with _open(args) as registry:
         version = registry.register(artifact, args.name, args.model_version, parse_stage(args.stage))
     print(f"registered {version.model_id} ({version.format}, {version.stage.value}, sha256 {version.sha256[:12]})")
     return 0
+
+
+def _checked_signature(path: Path, artifact, ca: Path):
+    """The artifact with signature_status "verified" or "invalid" (saying why), or "unsigned"."""
+    import dataclasses
+    import sys
+
+    from mcp.gateway.errors import RegistryError
+    from mcp.governance.signing.models import signature_path, trusted_certificates, verify_model
+    from mcp.runtime.errors import ModelSignatureError
+
+    if artifact.format != "mcp":
+        raise RegistryError(f"--ca checks signatures of .mcp files; {path} is {artifact.format}")
+    if not signature_path(path).is_file():
+        return dataclasses.replace(artifact, signature_status="unsigned")
+    try:
+        verify_model(path, trusted_certificates(ca))
+    except ModelSignatureError as exc:
+        print(f"mcp2026: warning: recorded as invalid: {exc}", file=sys.stderr)
+        return dataclasses.replace(artifact, signature_status="invalid")
+    return dataclasses.replace(artifact, signature_status="verified")
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -21,3 +21,12 @@ class PolicyDeniedByRule(PolicyDenied):
 
 class AuditError(MCPError):
     """The audit database cannot be reached, or an audit operation cannot be done."""
+
+
+class SigningError(MCPError):
+    """A key, certificate or chain file is missing or unusable, or a signature cannot be made."""
+
+
+class EvidenceError(MCPError):
+    """An evidence bundle cannot be built, or it fails verification; the message names the
+    member, certificate or timestamp at fault."""

@@ -34,6 +34,7 @@ from mcp.engine.quant.int4pack import (
     stored_qparams,
 )
 from mcp.engine.quant.int8 import codes_from_q8_0
+from mcp.modelfile.lineage_file import DeclaredLineage
 from mcp.modelfile.spec import (
     BLOCK_ENCODINGS,
     INT4_ENCODING,
@@ -98,13 +99,15 @@ def compile_model(
     precision: str = "auto",
     name: str | None = None,
     license: str | None = None,
+    declared: DeclaredLineage = DeclaredLineage(),
 ) -> ModelHeader:
     """Compile ``src`` (a ``.gguf`` file or an HF folder) to the ``.mcp`` file ``out``.
 
     ``precision`` "auto" stores tensors as the runtime's auto plan runs them (4-bit GGUF
     blocks as packed int4, exactly; other matrices bf16); "source" keeps every tensor's
     encoding (GGUF blocks stay blocks); "fp32", "f16" or "bf16" converts every tensor,
-    dequantizing blocks. Returns the header written. The output appears only when complete.
+    dequantizing blocks. ``declared`` adds data lineage (datasets) and may name the base
+    model and license. Returns the header written. The output appears only when complete.
     """
     src, out = Path(src), Path(out)
     if precision not in PRECISION_CHOICES:
@@ -112,7 +115,7 @@ def compile_model(
     _check_output(src, out)
     source = load_source(src)
     check_tensors(src, source)
-    header = _header(source, precision, name, license)
+    header = _header(source, precision, name, license, declared)
     loaders = {}
     for tensor in source.tensors:
         loaders.update(_loaders(tensor, _target_encoding(tensor, precision)))
@@ -195,7 +198,8 @@ def _check_output(src: Path, out: Path) -> None:
         raise ConfigError(f"the output {out} is the source itself; choose another output path")
 
 
-def _header(source: SourceModel, precision: str, name: str | None, license: str | None) -> ModelHeader:
+def _header(source: SourceModel, precision: str, name: str | None, license: str | None,
+            declared: DeclaredLineage) -> ModelHeader:
     order = list(expected_tensor_shapes(source.architecture))
     by_name = {t.name: t for t in source.tensors}
     specs = tuple(
@@ -208,8 +212,9 @@ def _header(source: SourceModel, precision: str, name: str | None, license: str 
         compiler_version=compiler_version(),
         recipe={"precision": precision, **source.recipe},
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        license=license or source.license,
-        base_model=source.base_model,
+        license=license or declared.license or source.license,
+        base_model=declared.base_model or source.base_model,
+        datasets=declared.datasets,
     )
     return ModelHeader(
         name=name or Path(source.name).stem,

@@ -35,6 +35,7 @@ def describe(model: ModelFile, show_plan: bool = True, show_tensors: bool = True
     if show_plan:
         sections.append(_plan(header))
     sections.append(_lineage(header))
+    sections.append(_datasets(header))
     sections.append(_totals(model))
     return "\n\n".join(sections) + "\n"
 
@@ -129,6 +130,22 @@ def _lineage(header: ModelHeader) -> str:
         ("license", lineage.license or "unknown"),
         ("base model", lineage.base_model or "-"),
     ])
+
+
+def _datasets(header: ModelHeader) -> str:
+    """Data lineage: one block per declared dataset."""
+    datasets = header.lineage.datasets
+    if not datasets:
+        return "datasets\n  none declared (compile with --lineage FILE or --dataset to record them)"
+    blocks = []
+    for dataset in datasets:
+        blocks.append(_section(f"  {dataset.name}", [
+            ("  license", dataset.license or "unknown"),
+            ("  sha256", dataset.sha256 or "-"),
+            ("  source", dataset.source or "-"),
+            ("  preprocessing", " -> ".join(dataset.preprocessing) or "-"),
+        ]))
+    return "\n".join([f"datasets ({len(datasets)})", *blocks])
 
 
 def _totals(model: ModelFile) -> str:

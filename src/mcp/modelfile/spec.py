@@ -118,8 +118,20 @@ class PrecisionPlan:
 
 
 @dataclass(frozen=True)
+class Dataset:
+    """A dataset the model was trained or tuned on, as the compiler was told (data lineage)."""
+
+    name: str
+    license: str | None = None
+    sha256: str | None = None  # of the dataset file or archive as used
+    source: str | None = None  # where it came from: a URL, a path, a catalog id
+    preprocessing: tuple[str, ...] = ()  # the steps applied, in order
+
+
+@dataclass(frozen=True)
 class Lineage:
-    """Where the file came from and how it was made."""
+    """Where the file came from and how it was made (model lineage), and the datasets
+    declared at compile time (data lineage; empty in files made before it existed)."""
 
     source_name: str
     source_sha256: str
@@ -129,6 +141,7 @@ class Lineage:
     created_at: str  # ISO 8601, UTC
     license: str | None = None
     base_model: str | None = None
+    datasets: tuple[Dataset, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -200,10 +213,20 @@ def _header_from_dict(data: dict[str, Any]) -> ModelHeader:
         tokenizer=TokenizerSpec(**tok),
         tensors=tensors,
         precision_plan=precision_plan,
-        lineage=Lineage(**data["lineage"]),
+        lineage=lineage_from_dict(data["lineage"]),
         format_version=data["format_version"],
         extra=dict(data.get("extra", {})),
     )
+
+
+def lineage_from_dict(data: dict[str, Any]) -> Lineage:
+    """A ``Lineage`` from its JSON form (``datasets`` is absent in older files)."""
+    fields = dict(data)
+    datasets = tuple(
+        Dataset(**{**entry, "preprocessing": tuple(entry.get("preprocessing", ()))})
+        for entry in fields.pop("datasets", ())
+    )
+    return Lineage(**fields, datasets=datasets)
 
 
 def stored_shape(encoding: str, shape: tuple[int, ...]) -> tuple[int, ...]:

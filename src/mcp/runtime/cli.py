@@ -1,5 +1,6 @@
 """The ``mcp2026`` command line: pull, compile, inspect, run, serve, check consistency, bench serve,
-registry, route, gateway, rollout, audit, sandbox check.
+registry, route, gateway, rollout, audit, attest, compliance, keys, sign, verify-model, bundle,
+sandbox check.
 
 Every ``MCPError`` is printed as one line on stderr with exit status 2; anything else is a
 bug and keeps its traceback.
@@ -48,6 +49,10 @@ def _build_parser() -> argparse.ArgumentParser:
     compile_.add_argument("--precision", default="source", choices=("source", "fp32", "f16", "bf16"))
     compile_.add_argument("--name", help="model name recorded in the header")
     compile_.add_argument("--license", help="license recorded in the lineage")
+    compile_.add_argument("--lineage", type=Path, metavar="YAML",
+                          help="declared lineage: datasets, base model, license (docs/compliance.md)")
+    compile_.add_argument("--dataset", action="append", default=[], metavar="name=X[,license=..,sha256=..,source=..]",
+                          help="a dataset the model was trained on (repeatable)")
     compile_.set_defaults(handler=_compile)
 
     inspect = commands.add_parser("inspect", help="print a .mcp file's header, tensors, plan, lineage")
@@ -84,18 +89,27 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
-    """``registry``, ``route``, ``gateway`` and ``rollout`` (the gateway's) and ``audit`` (the
-    governance plane's): each module imports nothing heavy to define its commands."""
+    """``registry``, ``route``, ``gateway`` and ``rollout`` (the gateway's), ``audit``, ``attest``,
+    ``compliance``, ``keys``, ``sign``, ``verify-model`` and ``bundle`` (the governance plane's): each
+    module imports nothing heavy to define its commands."""
     from mcp.gateway.gateway_commands import add_gateway_commands
     from mcp.gateway.registry_commands import add_registry_commands
     from mcp.gateway.route_commands import add_route_commands
+    from mcp.governance.attestation.commands import add_attest_commands
     from mcp.governance.audit.commands import add_audit_commands
+    from mcp.governance.compliance.commands import add_compliance_commands
+    from mcp.governance.evidence.commands import add_bundle_commands
+    from mcp.governance.signing.commands import add_signing_commands
     from mcp.serving.isolation.commands import add_sandbox_commands
 
     add_registry_commands(commands)
     add_route_commands(commands)
     add_gateway_commands(commands)
     add_audit_commands(commands)
+    add_attest_commands(commands)
+    add_compliance_commands(commands)
+    add_signing_commands(commands)
+    add_bundle_commands(commands)
     add_sandbox_commands(commands)
 
 
@@ -174,9 +188,19 @@ def _compile(args: argparse.Namespace) -> int:
     from mcp.modelfile.compiler import compile_model
 
     header = compile_model(args.source, args.output, precision=args.precision,
-                           name=args.name, license=args.license)
+                           name=args.name, license=args.license, declared=_declared_lineage(args))
     print(f"wrote {args.output} ({len(header.tensors)} tensors, {header.architecture.variant})")
     return 0
+
+
+def _declared_lineage(args: argparse.Namespace):
+    import dataclasses
+
+    from mcp.modelfile.lineage_file import DeclaredLineage, load_lineage_file, parse_dataset_flag
+
+    declared = load_lineage_file(args.lineage) if args.lineage else DeclaredLineage()
+    flagged = tuple(parse_dataset_flag(text) for text in args.dataset)
+    return dataclasses.replace(declared, datasets=declared.datasets + flagged)
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -230,7 +254,7 @@ def _serve(args: argparse.Namespace) -> int:
     for item in args.model:
         name, _, source = item.rpartition("=")
         extra.append(ServedModel(name or Path(source).name.removesuffix(".mcp"), source))
-    return serve(config, args.host, args.port, tuple(extra))
+    return serve(config, args.host, args.port, tuple(extra), str(args.config) if args.config else None)
 
 
 def _bench_serve(args: argparse.Namespace) -> int:

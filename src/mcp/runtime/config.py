@@ -18,8 +18,10 @@ import yaml
 from mcp.engine.loop_config import DEFAULT_KV_MEMORY_FRACTION, LoopConfig
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
+from mcp.runtime.attestation_config import AttestationConfig, AttestationSection, resolve_attestation
 from mcp.runtime.errors import ConfigError
 from mcp.runtime.serving_config import ServingConfig, ServingSection, resolve_serving
+from mcp.runtime.signing_config import SigningConfig, SigningSection, resolve_signing
 
 
 class _Strict(pydantic.BaseModel):
@@ -36,6 +38,8 @@ class RuntimeSection(_Strict):
     native_step: bool = True
     max_context: int | Literal["auto"] = "auto"
     verify_models: bool = False
+    require_signed_models: bool = False
+    trusted_ca: str | None = None  # PEM file of the CAs whose signatures models may carry
     model_dir: str | None = None
     cache_dir: str | None = None
 
@@ -86,6 +90,8 @@ class ConfigFile(_Strict):
     generation: GenerationSection = GenerationSection()
     scheduler: SchedulerSection = SchedulerSection()
     serving: ServingSection = ServingSection()
+    attestation: AttestationSection | None = None
+    signing: SigningSection = SigningSection()
 
 
 @dataclass(frozen=True)
@@ -117,11 +123,15 @@ class RuntimeConfig:
     native_step: bool = True  # decode steps as one C++ call where the plan allows
     max_context: int | None = None
     verify_models: bool = False
+    require_signed_models: bool = False  # refuse a model without a valid MODEL.mcp.sig from trusted_ca
+    trusted_ca: Path | None = None
     model_dir: Path = field(default_factory=Path.cwd)
     cache_dir: Path | None = None  # None: $MCP_HOME or ~/.cache/mcp2026
     generation: GenerationDefaults = GenerationDefaults()
     scheduler: LoopConfig = LoopConfig()
     serving: ServingConfig = ServingConfig()
+    attestation: AttestationConfig | None = None  # measured launch and GET /attestation (docs/attestation.md)
+    signing: SigningConfig = SigningConfig()
 
 
 def load_config(path: str | os.PathLike) -> RuntimeConfig:
@@ -172,6 +182,9 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
         value = getattr(rt, key)
         if value != "auto" and value <= 0:
             raise ConfigError(f"{source}: runtime.{key}: must be a positive integer or auto (got {value})")
+    if rt.require_signed_models and not rt.trusted_ca:
+        raise ConfigError(f"{source}: runtime.require_signed_models: needs runtime.trusted_ca, the PEM file of "
+                          "the CA that signs models (`mcp2026 keys init` makes an evaluation one)")
     gen = parsed.generation.model_dump()
     gen["stop"] = tuple(gen["stop"])
     return RuntimeConfig(
@@ -184,11 +197,15 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
         native_step=rt.native_step,
         max_context=None if rt.max_context == "auto" else rt.max_context,
         verify_models=rt.verify_models,
+        require_signed_models=rt.require_signed_models,
+        trusted_ca=(base_dir / rt.trusted_ca).resolve() if rt.trusted_ca else None,
         model_dir=(base_dir / rt.model_dir).resolve() if rt.model_dir else base_dir,
         cache_dir=(base_dir / rt.cache_dir).resolve() if rt.cache_dir else None,
         generation=GenerationDefaults(**gen),
         scheduler=_loop_config(parsed.scheduler, source),
         serving=resolve_serving(parsed.serving, source),
+        attestation=resolve_attestation(parsed.attestation, base_dir),
+        signing=resolve_signing(parsed.signing, base_dir, source),
     )
 
 

@@ -57,6 +57,11 @@ class EngineError(MCPError):
     request was ended and its resources freed, and the engine goes on serving the others."""
 
 
+class ModelSignatureError(MCPError):
+    """A model must be signed (``runtime.require_signed_models``) and its detached signature
+    is missing, does not match the file, or is not from a trusted certificate."""
+
+
 class RequestCancelled(MCPError):
     """The request was cancelled before it finished."""
 

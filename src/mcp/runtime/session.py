@@ -57,7 +57,7 @@ class Session:
 
         A catalog name (``mcp2026 pull --list``) is fetched and compiled on first use.
         """
-        path = self.locate(model)
+        path = self._resolve(model)
         key = name or _catalog_name(path)
         with self._lock:
             if key in self._models:
@@ -74,6 +74,8 @@ class Session:
             decode_dots=self.config.decode_dots,
             native_step=self.config.native_step,
         )
+        if self.config.require_signed_models:
+            _check_signature(path, self.config.trusted_ca)
         check = self.config.verify_models if verify is None else verify
         engine = load_on_a_passing_thread(path, check, options)
         loaded = Model(key, path, engine, self.config.generation, self.config.scheduler)
@@ -101,31 +103,50 @@ class Session:
         self.close()
 
     def locate(self, model: str | os.PathLike) -> Path:
-        """The ``.mcp`` file ``model`` names: a path (relative to model_dir) or a catalog name,
-        pulled and compiled on first use. Raises ModelNotFoundError."""
-        if not isinstance(model, (str, os.PathLike)):
-            raise ModelNotFoundError(f"model must be a path or a catalog name, got {type(model).__name__}")
-        path = Path(model).expanduser()
-        candidates = [path] if path.is_absolute() else [self.config.model_dir / path, Path.cwd() / path]
-        for candidate in candidates:
-            if candidate.is_file():
-                return candidate.resolve()
-        home = self.config.cache_dir
-        cached = catalog.compiled_path(_catalog_name(path), home)
-        if cached.is_file():
-            return cached
-        if _catalog_name(path) in catalog.CATALOG:
-            return catalog.pull(_catalog_name(path), home)
-        looked = ", ".join(str(c) for c in dict.fromkeys([*candidates, cached]))
-        raise ModelNotFoundError(
-            f"model {str(model)!r} not found (looked in {looked}) and it is not a catalog name "
-            f"({', '.join(sorted(catalog.CATALOG))}); give the path of a .mcp file"
-        )
+        """The ``.mcp`` file ``model`` names (``resolve_model_path``), its signature checked when
+        ``runtime.require_signed_models`` is on: what a model worker process is given to load."""
+        path = resolve_model_path(self.config, model)
+        if self.config.require_signed_models:
+            _check_signature(path, self.config.trusted_ca)
+        return path
+
+    def _resolve(self, model: str | os.PathLike) -> Path:
+        return resolve_model_path(self.config, model)
+
+
+def resolve_model_path(config: RuntimeConfig, model: str | os.PathLike) -> Path:
+    """The .mcp file ``model`` names: a path (relative to ``model_dir``, then the working folder)
+    or a catalog name (compiled in the cache, pulled when it is not there yet)."""
+    if not isinstance(model, (str, os.PathLike)):
+        raise ModelNotFoundError(f"model must be a path or a catalog name, got {type(model).__name__}")
+    path = Path(model).expanduser()
+    candidates = [path] if path.is_absolute() else [config.model_dir / path, Path.cwd() / path]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    home = config.cache_dir
+    cached = catalog.compiled_path(_catalog_name(path), home)
+    if cached.is_file():
+        return cached
+    if _catalog_name(path) in catalog.CATALOG:
+        return catalog.pull(_catalog_name(path), home)
+    looked = ", ".join(str(c) for c in dict.fromkeys([*candidates, cached]))
+    raise ModelNotFoundError(
+        f"model {str(model)!r} not found (looked in {looked}) and it is not a catalog name "
+        f"({', '.join(sorted(catalog.CATALOG))}); give the path of a .mcp file"
+    )
 
 
 def _catalog_name(path: Path) -> str:
     """``smollm2-135m-instruct.mcp`` and ``smollm2-135m-instruct`` both name the catalog entry."""
     return path.name[: -len(".mcp")] if path.name.endswith(".mcp") else path.name
+
+
+def _check_signature(path: Path, trusted_ca: Path | None) -> None:
+    """``runtime.require_signed_models``: the model's ``.sig`` must verify against the trusted CA."""
+    from mcp.governance.signing.models import trusted_certificates, verify_model
+
+    verify_model(path, trusted_certificates(trusted_ca))
 
 
 def load_on_a_passing_thread(path: Path, verify: bool, options: EngineOptions) -> NativeEngine:

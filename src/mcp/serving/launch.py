@@ -22,6 +22,7 @@ from mcp.runtime.session import Session
 from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost
 from mcp.serving.http.app import ServerState, create_app
+from mcp.serving.measured import start_attestation
 from mcp.serving.tenants import TenantDirectory
 
 logger = logging.getLogger("mcp.serving")
@@ -29,7 +30,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def serve(config: RuntimeConfig, host: str | None = None, port: int | None = None,
-          extra_models: tuple[ServedModel, ...] = ()) -> int:
+          extra_models: tuple[ServedModel, ...] = (), config_source: str | None = None) -> int:
     """Run the server in this process until it is told to stop; returns the exit status."""
     _setup_logging()
     serving = _bind_address(config.serving, host, port)
@@ -42,6 +43,7 @@ def serve(config: RuntimeConfig, host: str | None = None, port: int | None = Non
         model_host = ModelHost(session, serving.default_model or models[0].name)
         state = ServerState(config, model_host, TenantDirectory(serving.tenants), governance=governance)
         try:
+            state.attestation = start_attestation(config, config_source, model_host, governance)
             for spec in models:
                 loaded = model_host.load(spec)
                 logger.info("model %s ready in %.3f s (%s)", loaded.key, loaded.load_to_ready_s, spec.source)
@@ -53,6 +55,8 @@ def serve(config: RuntimeConfig, host: str | None = None, port: int | None = Non
             server.run()
         finally:
             model_host.close()
+            if state.attestation is not None:
+                state.attestation.close()
             if governance is not None:
                 governance.close()  # the queued audit records written, the spans exported
     return 0

@@ -147,3 +147,11 @@ def test_admission_control_refusal_is_a_429_with_retry_after(server):
     assert refused and all(r.status_code in (200, 429) for r in responses)
     assert all(int(r.headers["retry-after"]) >= 1 and r.json()["error"]["code"] == "over_capacity" for r in refused)
     assert _client(server, USER).completions.create(model="tiny", **PROMPT).usage.completion_tokens == 4
+
+
+def test_attestation_needs_a_key_and_says_when_it_is_off(server):
+    nonce = {"nonce": "ab" * 16}
+    assert httpx.get(server.url + "/attestation", params=nonce).status_code == 401
+    off = _admin(server, "GET", "/attestation", key=USER, params=nonce)
+    assert off.status_code == 404 and off.json()["error"]["code"] == "attestation_off"
+    assert "add an attestation: section" in off.json()["error"]["message"]

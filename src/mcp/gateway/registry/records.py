@@ -25,6 +25,10 @@ class ArtifactMetadata:
     context_length: int | None = None
     license: str | None = None
     lineage: dict[str, Any] = field(default_factory=dict)
+    base_model: str | None = None
+    source_sha256: str | None = None  # of what the artifact was compiled from
+    datasets: tuple[dict[str, Any], ...] = ()  # data lineage: name, license, sha256, source, preprocessing
+    signature_status: str = "unsigned"  # "signed" when a detached signature lies beside it
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,9 @@ class ModelVersion:
     lineage: dict[str, Any]
     created_at: datetime
     created_by: str
+    base_model: str | None = None
+    source_sha256: str | None = None
+    datasets: tuple[dict[str, Any], ...] = ()
 
     @property
     def model_id(self) -> str:
@@ -58,6 +65,7 @@ class ModelVersion:
             parameter_count=row.parameter_count, quantization=row.quantization,
             context_length=row.context_length, license=row.license, signature_status=row.signature_status,
             lineage=dict(row.lineage or {}), created_at=as_utc(row.created_at), created_by=row.created_by,
+            base_model=row.base_model, source_sha256=row.source_sha256, datasets=tuple(row.datasets or ()),
         )
 
     def summary(self) -> dict[str, Any]:

@@ -141,8 +141,9 @@ class Registry:
             format=artifact.format, sha256=artifact.sha256, size_bytes=artifact.size_bytes,
             architecture=artifact.architecture, parameter_count=artifact.parameter_count,
             quantization=artifact.quantization, context_length=artifact.context_length,
-            license=artifact.license, signature_status="unsigned", lineage=dict(artifact.lineage),
-            created_at=now(), created_by=work.actor,
+            license=artifact.license, signature_status=artifact.signature_status, lineage=dict(artifact.lineage),
+            base_model=artifact.base_model, source_sha256=artifact.source_sha256,
+            datasets=[dict(d) for d in artifact.datasets], created_at=now(), created_by=work.actor,
         )
         work.session.add(row)
         work.session.flush()

@@ -67,6 +67,10 @@ class VersionRow(Base):
     license: Mapped[str | None] = mapped_column(String(200))
     signature_status: Mapped[str] = mapped_column(String(20))
     lineage: Mapped[dict[str, Any]] = mapped_column(JSON)
+    # model and data lineage as columns of their own (migration 0003), for queries and reports
+    base_model: Mapped[str | None] = mapped_column(String(400))
+    source_sha256: Mapped[str | None] = mapped_column(String(64))
+    datasets: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     created_by: Mapped[str] = mapped_column(String(200))
     model: Mapped[ModelRow] = relationship(back_populates="versions")

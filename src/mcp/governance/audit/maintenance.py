@@ -28,12 +28,16 @@ class EraseResult:
 
 
 def erase_subject(engine: Engine, subject: str) -> EraseResult:
-    """Destroy the subject's key and delete its captures; its records stay (pseudonymous)."""
+    """Destroy the subject's key and delete its captures; its records stay (pseudonymous).
+    The erasure is registered in ``audit_erasures`` in the same transaction."""
     with engine.begin() as connection:
         keys = connection.execute(delete(schema.subject_keys).where(schema.subject_keys.c.subject == subject))
         captures = connection.execute(delete(schema.captures).where(schema.captures.c.subject == subject))
         records = connection.execute(select(func.count()).select_from(schema.records)
                                      .where(schema.records.c.subject == subject)).scalar_one()
+        connection.execute(schema.erasures.insert().values(subject=subject, at_us=time.time_ns() // 1000,
+                                                           key_destroyed=int(keys.rowcount > 0),
+                                                           num_captures=captures.rowcount))
     return EraseResult(subject, keys.rowcount > 0, captures.rowcount, records)
 
 

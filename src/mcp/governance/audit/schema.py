@@ -6,7 +6,8 @@ not cover (``prune`` writes the anchor first, then deletes the records before it
 append-only. ``audit_head`` is one row: the last record's sequence number and hash, locked by
 each append (so several server processes may share a database) and checked by ``verify``
 (a deleted tail shows there). Captures and subject keys lie outside the chain: erasing them
-leaves every record, and so the chain, intact.
+leaves every record, and so the chain, intact. ``audit_erasures`` registers each erasure (the
+pseudonym and when), so a compliance report can check that no key or capture older than it is left.
 """
 
 from __future__ import annotations
@@ -66,6 +67,15 @@ captures = Table(
     Column("subject", String(64), nullable=False, index=True),
     Column("nonce", LargeBinary, nullable=False),
     Column("ciphertext", LargeBinary, nullable=False),  # JSON {"prompt", "output"}, AAD = the record's hash
+)
+
+erasures = Table(  # the register of erasures (audit0002): what `audit erase` did, append-only
+    "audit_erasures", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("subject", String(64), nullable=False, index=True),
+    Column("at_us", BigInteger, nullable=False),
+    Column("key_destroyed", Integer, nullable=False),  # 1: a key was deleted, 0: none was kept
+    Column("num_captures", BigInteger, nullable=False),
 )
 
 GENESIS = "0" * 64  # the prev_hash of the first record ever

@@ -30,6 +30,7 @@ from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 from mcp.serving.grpc.context import Metadata, RequestContext, current
 from mcp.serving.grpc.status import errors_as_status
 from mcp.serving.host import ModelVersion
+from mcp.serving.measured import swap_measured
 
 if TYPE_CHECKING:
     from mcp.governance.plane import Inference
@@ -90,7 +91,8 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                         context: grpc.aio.ServicerContext) -> pb.SwapModelResponse:
         async with errors_as_status(context):
             current().caller.require_admin()
-            return pb.SwapModelResponse(model=self._info(self._state.host.swap(request.name, request.version)))
+            swapped = swap_measured(self._state, request.name, request.version)
+            return pb.SwapModelResponse(model=self._info(swapped))
 
     async def UnloadModel(self, request: pb.UnloadModelRequest,
                           context: grpc.aio.ServicerContext) -> pb.UnloadModelResponse:

@@ -16,6 +16,7 @@ from mcp.serving.http import schemas as s
 from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import admin_of, state_of
 from mcp.serving.http.openai_api import ERRORS
+from mcp.serving.measured import swap_measured
 
 router = APIRouter(prefix="/admin/models", tags=["admin"], dependencies=[Depends(admin_of)], responses=ERRORS)
 
@@ -34,7 +35,7 @@ async def load(body: s.LoadModelRequest, state: ServerState = Depends(state_of))
 
 @router.post("/{name}/swap", response_model=s.ModelVersionInfo)
 async def swap(name: str, body: s.SwapModelRequest, state: ServerState = Depends(state_of)) -> s.ModelVersionInfo:
-    return _info(state.host, state.host.swap(name, body.version))
+    return _info(state.host, swap_measured(state, name, body.version))
 
 
 @router.delete("/{name}", response_model=s.ModelVersionList)

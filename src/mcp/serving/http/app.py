@@ -26,6 +26,7 @@ from mcp.serving.probe import ProbeWindow
 from mcp.serving.tenants import RateLimiter, TenantDirectory
 
 if TYPE_CHECKING:
+    from mcp.governance.attestation.attestor import Attestor
     from mcp.governance.plane import GovernancePlane
 
 logger = logging.getLogger("mcp.serving.http")
@@ -45,6 +46,7 @@ class ServerState:
     draining: bool = False  # SIGTERM received: /ready says no, in-flight requests finish
     fault_delay_s: float = field(default_factory=lambda: fault_delay_from_env())
     governance: GovernancePlane | None = None  # serving.governance: guardrails, audit, traces
+    attestation: Attestor | None = None  # the attestation: section: measurement log, GET /attestation
 
     def __post_init__(self) -> None:
         self.metrics = ServingMetrics(self.host, self.probe)
@@ -68,11 +70,11 @@ def fault_delay_from_env() -> float:
 
 
 def create_app(state: ServerState) -> FastAPI:
-    from mcp.serving.http import admin_api, openai_api, ops_api
+    from mcp.serving.http import admin_api, attestation_api, openai_api, ops_api
 
     app = FastAPI(title="MCP 2026", version="1", summary="OpenAI-compatible inference API")
     app.state.server = state
-    for module in (openai_api, admin_api, ops_api):
+    for module in (openai_api, admin_api, ops_api, attestation_api):
         app.include_router(module.router)
     app.add_exception_handler(MCPError, _mcp_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

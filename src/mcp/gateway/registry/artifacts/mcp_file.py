@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -16,14 +17,17 @@ from mcp.modelfile.spec import DENSE_ENCODINGS, QPARAMS_SUFFIX, SCALE_ZERO_SUFFI
 def read_mcp(path: Path) -> ArtifactMetadata:
     with open_model(path) as model_file:
         header = model_file.header
-    lineage = {key: value for key, value in asdict(header.lineage).items() if value is not None}
+    # through JSON once, so the record holds what the database gives back (lists, not tuples)
+    lineage = json.loads(json.dumps({k: v for k, v in asdict(header.lineage).items() if v is not None}))
     lineage["format_version"] = header.format_version
     return ArtifactMetadata(
         uri=file_uri(path), format="mcp", sha256=file_sha256(path), size_bytes=path.stat().st_size,
         name=header.name, architecture=header.architecture.variant,
         parameter_count=parameter_count(header), quantization=quantization(header),
         context_length=header.architecture.max_position_embeddings, license=header.lineage.license,
-        lineage=lineage,
+        lineage=lineage, base_model=header.lineage.base_model, source_sha256=header.lineage.source_sha256,
+        datasets=tuple(lineage["datasets"]),
+        signature_status="signed" if path.with_name(path.name + ".sig").is_file() else "unsigned",
     )
 
 

@@ -15,6 +15,7 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
+_TABLES = [schema.records, schema.head, schema.anchors, schema.subject_keys, schema.captures]
 _COVERED = "(SELECT COALESCE(MAX(last_seq), 0) FROM audit_anchors)"
 _SQLITE = [
     "CREATE TRIGGER audit_records_no_update BEFORE UPDATE ON audit_records "
@@ -45,7 +46,7 @@ _POSTGRESQL = [
 
 def upgrade() -> None:
     bind = op.get_bind()
-    schema.metadata.create_all(bind)
+    schema.metadata.create_all(bind, tables=_TABLES)  # later revisions add their own tables
     op.execute(schema.head.insert().values(id=1, seq=0, hash=schema.GENESIS))
     for statement in _POSTGRESQL if bind.dialect.name == "postgresql" else _SQLITE:
         op.execute(statement)
@@ -56,4 +57,4 @@ def downgrade() -> None:
     if bind.dialect.name == "postgresql":
         op.execute("DROP FUNCTION audit_records_guard() CASCADE")
         op.execute("DROP FUNCTION audit_append_only() CASCADE")
-    schema.metadata.drop_all(bind)
+    schema.metadata.drop_all(bind, tables=_TABLES)
