@@ -1,7 +1,7 @@
 """The ``attestation:`` section of ``mcp-config.yaml``: measured launch and remote attestation.
 
 Present (even as ``attestation: {}``), the server keeps a measurement log and answers
-``GET /attestation``; ``tpm`` and ``sev_snp`` add hardware reports (docs/attestation.md).
+``GET /attestation``; ``tpm`` and ``sev_snp`` add hardware reports (docs/security.md).
 Schema (pydantic, strict, at the edge) and the frozen ``AttestationConfig`` used inside.
 """
 

@@ -130,7 +130,7 @@ class RuntimeConfig:
     generation: GenerationDefaults = GenerationDefaults()
     scheduler: LoopConfig = LoopConfig()
     serving: ServingConfig = ServingConfig()
-    attestation: AttestationConfig | None = None  # measured launch and GET /attestation (docs/attestation.md)
+    attestation: AttestationConfig | None = None  # measured launch and GET /attestation (docs/security.md)
     signing: SigningConfig = SigningConfig()
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import signal
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import uvicorn
 
@@ -22,8 +23,12 @@ from mcp.runtime.session import Session
 from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost
 from mcp.serving.http.app import ServerState, create_app
-from mcp.serving.measured import start_attestation
+from mcp.serving.measured import model_loader, observe_models, start_attestation
 from mcp.serving.tenants import TenantDirectory
+
+if TYPE_CHECKING:
+    from mcp.governance.attestation.attestor import Attestor
+    from mcp.governance.plane import GovernancePlane
 
 logger = logging.getLogger("mcp.serving")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -39,27 +44,39 @@ def serve(config: RuntimeConfig, host: str | None = None, port: int | None = Non
         raise ConfigError("no model to serve: add serving.models to the config or pass --model")
     config = replace(config, serving=replace(serving, models=models))
     governance = _governance(serving)
-    with Session(config) as session:
-        model_host = ModelHost(session, serving.default_model or models[0].name)
-        state = ServerState(config, model_host, TenantDirectory(serving.tenants), governance=governance)
-        try:
-            state.attestation = start_attestation(config, config_source, model_host, governance)
-            for spec in models:
-                loaded = model_host.load(spec)
-                logger.info("model %s ready in %.3f s (%s)", loaded.key, loaded.load_to_ready_s, spec.source)
-            grpc_server = None if serving.grpc_port is None else GrpcServer(state, serving.host, serving.grpc_port)
-            server = _DrainingServer(state, uvicorn.Config(
-                create_app(state), host=serving.host, port=serving.port, log_level="info",
-                timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False), grpc_server)
-            _quiet_after_drain()
-            server.run()
-        finally:
-            model_host.close()
-            if state.attestation is not None:
-                state.attestation.close()
-            if governance is not None:
-                governance.close()  # the queued audit records written, the spans exported
+    attestation = None
+    try:
+        attestation = start_attestation(config, config_source, governance)
+        with Session(config) as session:
+            _run(session, config, attestation, governance)
+    finally:
+        if attestation is not None:
+            attestation.close()
+        if governance is not None:
+            governance.close()  # the queued audit records written, the spans exported
     return 0
+
+
+def _run(session: Session, config: RuntimeConfig, attestation: Attestor | None,
+         governance: GovernancePlane | None) -> None:
+    """Load the served models, then serve HTTP (and gRPC) until told to stop."""
+    serving = config.serving
+    model_host = ModelHost(session, serving.default_model or serving.models[0].name, model_loader(session, attestation))
+    state = ServerState(config, model_host, TenantDirectory(serving.tenants), governance=governance,
+                        attestation=attestation)
+    try:
+        observe_models(attestation, model_host)
+        for spec in serving.models:
+            loaded = model_host.load(spec)
+            logger.info("model %s ready in %.3f s (%s)", loaded.key, loaded.load_to_ready_s, spec.source)
+        grpc_server = None if serving.grpc_port is None else GrpcServer(state, serving.host, serving.grpc_port)
+        server = _DrainingServer(state, uvicorn.Config(
+            create_app(state), host=serving.host, port=serving.port, log_level="info",
+            timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False), grpc_server)
+        _quiet_after_drain()
+        server.run()
+    finally:
+        model_host.close()
 
 
 def _governance(serving: ServingConfig):

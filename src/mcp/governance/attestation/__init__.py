@@ -1,4 +1,4 @@
-"""Measured launch and remote attestation (docs/attestation.md).
+"""Measured launch and remote attestation (docs/security.md).
 
 ``MeasurementLog`` keeps what the server measured (code, config, policy bundle, models) as a
 TCG-style event log and its replayed PCR value; ``evidence`` signs it with the instance key

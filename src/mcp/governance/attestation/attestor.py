@@ -78,6 +78,10 @@ class Attestor:
     def measure_model(self, key: str, path: Path) -> MeasurementEvent:
         return self.log.extend("model", *model_measurement(key, path))
 
+    def measure_model_digest(self, key: str, sha256_hex: str) -> MeasurementEvent:
+        """A model whose file was hashed elsewhere: by the worker that opened it."""
+        return self.log.extend("model", key, sha256_hex)
+
     def measure_activation(self, key: str) -> MeasurementEvent:
         """A swap: the version becomes current again, measured with the digest it was loaded with."""
         loaded = self.log.latest("model", key)

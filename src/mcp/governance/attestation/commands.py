@@ -11,7 +11,7 @@ from pathlib import Path
 
 
 def add_attest_commands(commands: argparse._SubParsersAction) -> None:
-    attest = commands.add_parser("attest", help="measured launch evidence: make, verify, reference (docs/attestation.md)",
+    attest = commands.add_parser("attest", help="measured launch evidence: make, verify, reference (docs/security.md)",
                                  description="Print evidence (JSON): measured here from --config, or a server's "
                                              "(GET /attestation) with --url.")
     _add_evidence_source(attest)

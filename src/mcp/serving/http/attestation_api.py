@@ -1,4 +1,4 @@
-"""``GET /attestation?nonce=...``: the server's signed measurement evidence (docs/attestation.md).
+"""``GET /attestation?nonce=...``: the server's signed measurement evidence (docs/security.md).
 
 Authenticated like the inference API (any tenant's key; open when the server runs open): the
 evidence names the models served, and each request may cost a TPM quote.
@@ -28,7 +28,7 @@ async def attestation(nonce: str | None = Query(None, description="8 to 64 rando
     if state.attestation is None:
         return error_response(WireError(404, "invalid_request_error", "attestation_off", "NOT_FOUND",
                                         "attestation is off on this server; add an attestation: section "
-                                        "to its config (docs/attestation.md)"))
+                                        "to its config (docs/security.md)"))
     observe_policy(state.attestation, state.config, state.governance)
     serving = {name: version.key for name, version in state.host.current().items()}
     evidence = await anyio.to_thread.run_sync(state.attestation.evidence, nonce, serving)
