@@ -119,15 +119,8 @@ class RequestHandle(Iterator[StepOutput]):
         try:
             while self._outcome is None:
                 ready.clear()  # before draining: a push after the drain sets it again
-                while True:
-                    try:
-                        item = self._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    if isinstance(item, RequestOutcome):
-                        self._outcome = item
-                        break
-                    self.outputs.append(item)
+                steps, _ = self.drain()
+                for item in steps:
                     yield item
                 if self._outcome is None:
                     await ready.wait()
