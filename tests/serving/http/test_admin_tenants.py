@@ -5,6 +5,7 @@ lifetimes and limits, which do not depend on the text."""
 from __future__ import annotations
 
 import threading
+import time
 
 import httpx
 import openai
@@ -82,17 +83,18 @@ def test_requests_per_minute_is_a_429_with_retry_after(server):
 
 def test_swap_under_concurrent_load_drops_nothing(server, tiny_mcp):
     client = _client(server, USER)
-    served: list[str] = []
+    served: list[tuple[float, str]] = []  # (when the request was sent, the version that answered)
     failures: list[BaseException] = []
     stop = threading.Event()
 
     def load() -> None:
         while not stop.is_set():
             try:
+                sent = time.monotonic()
                 stream = client.completions.create(model="tiny", stream=True, **PROMPT)
                 chunks = list(stream)
                 assert chunks[-1].choices[0].finish_reason == "length"
-                served.append(chunks[-1].model)
+                served.append((sent, chunks[-1].model))
             except BaseException as exc:  # noqa: BLE001 - counted below
                 failures.append(exc)
 
@@ -102,6 +104,7 @@ def test_swap_under_concurrent_load_drops_nothing(server, tiny_mcp):
     try:
         loaded = _admin(server, "POST", "/admin/models", json={"name": "tiny", "source": str(tiny_mcp),
                                                                 "version": "2"})
+        swapped = time.monotonic()
         assert loaded.status_code == 200, loaded.text
         assert loaded.json()["current"] and loaded.json()["load_to_ready_s"] > 0
         before = len(served)
@@ -112,9 +115,10 @@ def test_swap_under_concurrent_load_drops_nothing(server, tiny_mcp):
         for thread in threads:
             thread.join()
     assert failures == []
-    assert "tiny:1" in served and served[-1] == "tiny:2"
-    first_new = served.index("tiny:2")
-    assert set(served[first_new + 4:]) == {"tiny:2"}  # after the swap only the 4 in flight end on v1
+    versions = [version for _, version in served]
+    assert "tiny:1" in versions and "tiny:2" in versions
+    # every request sent once the load answered went to v2; those in flight on v1 finished there
+    assert {version for sent, version in served if sent > swapped} == {"tiny:2"}
     listing = _admin(server, "GET", "/admin/models").json()["data"]
     assert [(v["version"], v["current"]) for v in listing] == [("2", True)]
 
