@@ -18,7 +18,6 @@ $(STAMP): pyproject.toml setup.py constraints/cpu.txt $(wildcard src/mcp/engine/
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt torch
-	case ',$(EXTRAS),' in *,test,*) bash .ci/tpm ;; esac  # tpm2-pytss (test extra) builds against libtss2-dev
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt -e '.[$(EXTRAS)]'
 	touch $@
 
@@ -26,9 +25,12 @@ install: $(STAMP)
 
 # llama-cpp-python comes from the wheel .ci/llama-cpp-wheel builds once per machine (without
 # ggml's AMX kernel, which crashes on AMX CPUs); pip prefers it to building the sdist again.
-$(TEST_STAMP): $(STAMP) .ci/llama-cpp-wheel
+# The attestation extra's tpm2-pytss builds against Debian's libtss2-dev: .ci/tpm installs it first
+# (so `make demo` and `make install` need no C library).
+$(TEST_STAMP): $(STAMP) .ci/llama-cpp-wheel .ci/tpm
+	bash .ci/tpm
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints/cpu.txt \
-		--find-links "$$(bash .ci/llama-cpp-wheel $(BIN)/python)" -e '.[test,llamacpp-server]'
+		--find-links "$$(bash .ci/llama-cpp-wheel $(BIN)/python)" -e '.[test,attestation,llamacpp-server]'
 	touch $@
 
 mcp-config.yaml:
