@@ -189,3 +189,20 @@ def start_server(tmp_path_factory: pytest.TempPathFactory):
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def pki(tmp_path):
+    """An evaluation CA and signing identity made by ``keys init`` in a folder of the test's own."""
+    from mcp.governance.signing.keys import init_keys, load_identity
+
+    files = init_keys(tmp_path / "keys")
+    return files, load_identity(files.signing_key, files.signing_cert)
+
+
+@pytest.fixture
+def tiny_copy(tiny_mcp, tmp_path):
+    """A copy of the tiny model that a test may sign, change or delete."""
+    import shutil
+
+    return Path(shutil.copy(tiny_mcp, tmp_path / "tiny.mcp"))

@@ -3,8 +3,6 @@ against ``runtime.trusted_ca``; the ``signing:`` section names the operator's ke
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from mcp.governance.signing.keys import init_keys, load_identity
@@ -15,39 +13,28 @@ from mcp.runtime.session import Session
 from mcp.serving.errors import describe
 
 
-@pytest.fixture
-def keys(tmp_path):
-    files = init_keys(tmp_path / "keys")
-    return files, load_identity(files.signing_key, files.signing_cert)
-
-
-@pytest.fixture
-def model(tiny_mcp, tmp_path):
-    return shutil.copy(tiny_mcp, tmp_path / "tiny.mcp")
-
-
-def _session(tmp_path, keys) -> Session:
+def _session(tmp_path) -> Session:
     path = tmp_path / "mcp-config.yaml"
     path.write_text("runtime:\n  device: cpu\n  require_signed_models: true\n  trusted_ca: keys/ca.pem\n")
     return Session(load_config(path))
 
 
-def test_an_unsigned_model_is_refused_and_a_signed_one_loads(tmp_path, keys, model):
-    session = _session(tmp_path, keys)
-    assert session.config.trusted_ca == keys[0].ca_cert
+def test_an_unsigned_model_is_refused_and_a_signed_one_loads(tmp_path, pki, tiny_copy):
+    session = _session(tmp_path)
+    assert session.config.trusted_ca == pki[0].ca_cert
     with pytest.raises(ModelSignatureError, match="tiny.mcp is not signed: .*sign it with `mcp2026 sign`"):
-        session.load_model(model)
-    sign_model(model, keys[1])
+        session.load_model(tiny_copy)
+    sign_model(tiny_copy, pki[1])
     with session:
-        loaded = session.load_model(model)
+        loaded = session.load_model(tiny_copy)
         assert loaded.infer("a b", max_tokens=2, temperature=0.0, ignore_eos=True).usage.completion_tokens == 2
 
 
-def test_a_model_signed_under_another_ca_is_refused(tmp_path, keys, model):
+def test_a_model_signed_under_another_ca_is_refused(tmp_path, pki, tiny_copy):
     other = init_keys(tmp_path / "other")
-    sign_model(model, load_identity(other.signing_key, other.signing_cert))
+    sign_model(tiny_copy, load_identity(other.signing_key, other.signing_cert))
     with pytest.raises(ModelSignatureError, match="was not issued by a trusted CA"):
-        _session(tmp_path, keys).load_model(model)
+        _session(tmp_path).load_model(tiny_copy)
 
 
 def test_the_refusal_is_a_403_on_the_wire():
