@@ -47,7 +47,7 @@ def instrument(model, totals: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--decode-dots", default="auto", choices=("auto", "int8", "exact"))
+    parser.add_argument("--decode-dots", default="auto", choices=("auto", "int8", "int8x2", "exact"))
     parser.add_argument("--torch-step", action="store_true", help="run decode steps on the torch modules")
     parser.add_argument("--tokens", type=int, default=128)
     args = parser.parse_args()

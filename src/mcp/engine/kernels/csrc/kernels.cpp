@@ -29,7 +29,7 @@ namespace avx512 {
 struct Isa {
   using V = __m512;
   static constexpr int kLanes = 16;
-  static constexpr int kRowTile1 = 8;  // weight rows per tile with one activation row
+  static constexpr int kRowTile1 = 4;  // weight rows per tile with one activation row (8 left the loads waiting)
   static constexpr int kRowTileN = 4;
   static constexpr int kActTile = 4;
   static float half(uint16_t h) { return _cvtsh_ss(h); }
@@ -132,6 +132,25 @@ struct IntOps {
 #include "vec.inc"
 }  // namespace avx2
 #pragma GCC pop_options
+
+// The integer dots with VNNI (AVX512-VNNI on 256-bit registers): vpdpbusd multiplies 32
+// unsigned by signed bytes and sums each four into int32 in one instruction, where AVX2 needs
+// maddubs, madd and a register of ones. The same sums, exactly: only the instruction differs.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avx512f,avx512vl,avx512bw,avx512vnni")
+namespace vnni {
+using avx2::Int4Rows;
+using avx2::Int8Rows;
+using avx2::Isa;
+using avx2::kPrefetchTiles;
+using avx2::param;
+struct IntOps : avx2::IntOps {
+  static IDot idot_u4(WB w, XB x) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x); }
+  static IDot idot_s8(WB w, XB x) { return idot_u4(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
+};
+#include "qdot.inc"
+}  // namespace vnni
+#pragma GCC pop_options
 #endif  // __x86_64__
 
 namespace scalar {
@@ -222,6 +241,16 @@ Isa best_isa() {
 Isa& current_isa() {
   static Isa isa = best_isa();
   return isa;
+}
+
+// VNNI integer dots on an AVX-512 CPU that has them (Ice Lake, Sapphire Rapids, Zen 4).
+bool has_vnni() {
+#if defined(__x86_64__)
+  static const bool vnni = (__builtin_cpu_init(), __builtin_cpu_supports("avx512vnni"));
+  return vnni;
+#else
+  return false;
+#endif
 }
 
 // Splits rows [0, num_rows) into chunks of whole 8-row blocks, about four per thread (at
@@ -354,8 +383,12 @@ void matmul(const MatmulArgs& input, int num_threads) {
     if (args.x_digits > 0) {
       switch (isa) {
 #if defined(__x86_64__)
-        // AVX-512 CPUs run the AVX2 integer dots (a VNNI build is future work: untested here)
         case Isa::kAvx512:
+          if (has_vnni()) {
+            vnni::matmul_int_dots(args, n0, n1);
+            break;
+          }
+          [[fallthrough]];
         case Isa::kAvx2: avx2::matmul_int_dots(args, n0, n1); break;
 #endif
         default: scalar::matmul_int_dots(args, n0, n1);
