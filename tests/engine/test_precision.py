@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import gguf
 import numpy as np
 import pytest
@@ -56,7 +58,7 @@ def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, p
     assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("mcp-int8", prefill)
     assert plan.by_tensor[UP] == TensorPlan("dense-bf16", "dense-bf16")  # Q6_K: no native form yet
     assert plan.activations == "fp32"  # the kernels take fp32 as it is
-    assert plan.decode_max_rows == 16
+    assert plan.decode_max_rows == 32
     assert "native kernels" in plan.hardware
     forced = resolve(TENSORS, PrecisionPlan(), hardware, forced="bf16")
     assert set(forced.by_tensor.values()) == {TensorPlan("dense-bf16", "dense-bf16")}
@@ -104,6 +106,10 @@ def test_the_prefill_row_limit_follows_what_a_dense_gemm_costs():
     assert resolve(TENSORS, PrecisionPlan(), ZEN3).decode_max_rows == 128
     assert resolve(TENSORS, PrecisionPlan(), ZEN3, cache_prefill_weights=True).decode_max_rows == 16
     assert resolve(TENSORS, PrecisionPlan(), AMX).decode_max_rows == 16
+    # The native kernels dequantize each weight tile once for all rows: up to 32 rows, AMX or not.
+    amx_native = replace(AMX, native_kernels="avx512")
+    assert resolve(TENSORS, PrecisionPlan(), amx_native).decode_max_rows == 32
+    assert resolve(TENSORS, PrecisionPlan(), amx_native, cache_prefill_weights=True).decode_max_rows == 16
     assert "prefill      calls of more than 128 rows" in resolve(TENSORS, PrecisionPlan(), ZEN3).describe()
 
 

@@ -39,9 +39,12 @@ SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
 # dense weight cached, or AMX's bf16 GEMM, it pays from 16 (measured, 2 threads).
 DECODE_MAX_ROWS = 16
 DECODE_MAX_ROWS_DEQUANTIZING = 128
-# The native kernels dequantize a matrix for a dense GEMM about as fast as they multiply one
-# row by it, so the GEMM pays from a few rows (see RESULTS.md, "prefill row limit").
-DECODE_MAX_ROWS_NATIVE = 16
+# The native kernels multiply several activation rows with each tile of weight rows
+# dequantized once into L1, so a whole SmolLM2 layer stack costs ~27 ms at 17 rows and ~42
+# ms at 32, where dequantizing every matrix for a dense GEMM (even AMX's bf16) and converting
+# the activations costs ~40 ms at any row count: the native kernels run up to 32 rows, on
+# AMX CPUs too (measured, 2 threads, Xeon with AMX; AVX2 kernels: 34 ms at 17 rows).
+DECODE_MAX_ROWS_NATIVE = 32
 NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
 # How the native decode kernels multiply: "exact" (what "auto" picks) multiplies the exact
 # weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32
@@ -176,10 +179,12 @@ def resolve(
 
 
 def _decode_max_rows(plan: dict[str, TensorPlan], hardware: Hardware, cache_prefill_weights: bool) -> int:
-    if cache_prefill_weights or hardware.amx:
+    if cache_prefill_weights:
         return DECODE_MAX_ROWS
     if any(p.decode in NATIVE_KERNELS for p in plan.values()):
         return DECODE_MAX_ROWS_NATIVE
+    if hardware.amx:
+        return DECODE_MAX_ROWS
     return DECODE_MAX_ROWS_DEQUANTIZING
 
 
