@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from mcp.gateway.errors import DuplicateVersionError, StageTransitionError
+from mcp.gateway.registry.database import create_registry_engine
 from mcp.gateway.registry.records import ArtifactMetadata
 from mcp.gateway.registry.registry import Registry
 from mcp.gateway.registry.stages import Stage
@@ -81,3 +82,21 @@ def test_processes_race_on_one_model(registry_url, migrated_first):
     with context.Pool(NUM_WRITERS) as pool:
         outcomes = pool.starmap(_writer, [(registry_url, i, barrier) for i in range(NUM_WRITERS)])
     _check(registry_url, outcomes)
+
+
+def _open_engine(url: str) -> str:
+    engine = create_registry_engine(url)
+    try:
+        with engine.connect() as connection:
+            return connection.exec_driver_sql("PRAGMA journal_mode").scalar()
+    finally:
+        engine.dispose()
+
+
+def test_processes_open_one_new_sqlite_file_at_once(tmp_path):
+    """Opening a new file switches it to WAL, which SQLite does without its busy handler:
+    processes doing it at once must wait their turn, never fail with "database is locked"."""
+    urls = [f"sqlite:///{tmp_path / f'new{round_}.db'}" for round_ in range(25)]
+    with multiprocessing.get_context("spawn").Pool(NUM_WRITERS) as pool:
+        for url in urls:
+            assert pool.map(_open_engine, [url] * NUM_WRITERS) == ["wal"] * NUM_WRITERS
