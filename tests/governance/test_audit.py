@@ -5,6 +5,7 @@ returns a subject's records, prune keeps the rest verifiable, and the CLI says a
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 from pathlib import Path
 
@@ -72,6 +73,26 @@ def test_concurrent_appends_form_one_chain(audit_log: AuditLog) -> None:
         thread.join()
     report = verify(audit_log.engine)
     assert report.ok and report.num_records == 36 and report.head_seq == 36
+
+
+def _open_and_append(url: str, key_file: str, writer: int) -> int:
+    log = AuditLog.open(url, key_file)
+    try:
+        return log.append(_entry(writer)).seq
+    finally:
+        log.close()
+
+
+def test_processes_opening_a_new_sqlite_trail_at_once_all_append(tmp_path: Path, key_file: Path) -> None:
+    """Each process migrates and switches the new file to WAL; none fails with "database is locked"."""
+    urls = [f"sqlite:///{tmp_path / f'new{round_}.db'}" for round_ in range(25)]
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        for url in urls:
+            seqs = pool.starmap(_open_and_append, [(url, str(key_file), k) for k in range(4)])
+            assert sorted(seqs) == [1, 2, 3, 4]
+            log = AuditLog.open(url, str(key_file))
+            assert verify(log.engine).ok
+            log.close()
 
 
 def test_verify_names_an_edited_record(audit_log: AuditLog) -> None:

@@ -96,14 +96,14 @@ def _sqlite_engine(url: URL) -> Engine:
 def _sqlite_on_connect(dbapi_connection, _record) -> None:
     dbapi_connection.isolation_level = None  # SQLAlchemy's "begin" event issues BEGIN itself
     cursor = dbapi_connection.cursor()
-    _switch_to_wal(cursor)
+    switch_to_wal(cursor)
     cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
 
-def _switch_to_wal(cursor) -> None:
+def switch_to_wal(cursor) -> None:
     """``PRAGMA journal_mode=WAL``, retried while another connection holds the lock.
 
     SQLite does not call the busy handler for a journal-mode change (it needs the

@@ -20,6 +20,7 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
+from mcp.gateway.registry.database import switch_to_wal
 from mcp.governance.errors import AuditError
 from mcp.modelfile.catalog import mcp_home
 
@@ -82,7 +83,7 @@ def _migrate(engine: Engine) -> None:
 def _sqlite_on_connect(dbapi_connection, sync: str) -> None:
     dbapi_connection.isolation_level = None  # the "begin" event issues BEGIN IMMEDIATE itself
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    switch_to_wal(cursor)
     cursor.execute(f"PRAGMA synchronous={sync.upper()}")
     cursor.execute("PRAGMA busy_timeout=60000")
     cursor.close()
