@@ -58,7 +58,8 @@ def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, p
     assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("mcp-int8", prefill)
     assert plan.by_tensor[UP] == TensorPlan("dense-bf16", "dense-bf16")  # Q6_K: no native form yet
     assert plan.activations == "fp32"  # the kernels take fp32 as it is
-    assert plan.decode_max_rows == 32
+    # more rows than this run the dense GEMM: bf16 in hardware pays from 33 rows, fp32 from 129
+    assert plan.decode_max_rows == (32 if hardware.native_bf16 else 128)
     assert "native kernels" in plan.hardware
     forced = resolve(TENSORS, PrecisionPlan(), hardware, forced="bf16")
     assert set(forced.by_tensor.values()) == {TensorPlan("dense-bf16", "dense-bf16")}
@@ -110,6 +111,9 @@ def test_the_prefill_row_limit_follows_what_a_dense_gemm_costs():
     amx_native = replace(AMX, native_kernels="avx512")
     assert resolve(TENSORS, PrecisionPlan(), amx_native).decode_max_rows == 32
     assert resolve(TENSORS, PrecisionPlan(), amx_native, cache_prefill_weights=True).decode_max_rows == 16
+    # Without bf16 in hardware the dense GEMM is fp32 after dequantizing: native up to 128 rows.
+    assert resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE).decode_max_rows == 128
+    assert "prefill      calls of more than 128 rows" in resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE).describe()
     assert "prefill      calls of more than 128 rows" in resolve(TENSORS, PrecisionPlan(), ZEN3).describe()
 
 

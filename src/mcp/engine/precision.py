@@ -45,6 +45,12 @@ DECODE_MAX_ROWS_DEQUANTIZING = 128
 # the activations costs ~40 ms at any row count: the native kernels run up to 32 rows, on
 # AMX CPUs too (measured, 2 threads, Xeon with AMX; AVX2 kernels: 34 ms at 17 rows).
 DECODE_MAX_ROWS_NATIVE = 32
+# Without bf16 in hardware the dense prefill GEMM is fp32 over weights dequantized per call
+# (~120 ms for SmolLM2's layers on 2 AVX2 cores before a single product), so the native
+# kernels stay ahead far longer: a whole raw prefill took 90 against 171 ms at 24 tokens, 366
+# against 434 at 128, and the two met between 160 and 256 (2 threads, AMD EPYC with AVX2,
+# 2026-12-04): they run up to 128 rows there.
+DECODE_MAX_ROWS_NATIVE_FP32 = 128
 NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
 # How the native decode kernels multiply: "exact" (what "auto" picks) multiplies the exact
 # weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32
@@ -182,7 +188,7 @@ def _decode_max_rows(plan: dict[str, TensorPlan], hardware: Hardware, cache_pref
     if cache_prefill_weights:
         return DECODE_MAX_ROWS
     if any(p.decode in NATIVE_KERNELS for p in plan.values()):
-        return DECODE_MAX_ROWS_NATIVE
+        return DECODE_MAX_ROWS_NATIVE if hardware.native_bf16 else DECODE_MAX_ROWS_NATIVE_FP32
     if hardware.amx:
         return DECODE_MAX_ROWS
     return DECODE_MAX_ROWS_DEQUANTIZING
