@@ -1,8 +1,8 @@
 """The native decode step (one C++ call per step) against the torch modules, on the real model.
 
-Both runners run the same packed matrices on the same paged KV layout; a step of one-token
-chunks goes through ``NativeDecodeStep`` in one, through the torch modules in the other.
-Prefill always runs the torch modules. Block tables are written by hand, out of order.
+Both runners run the same packed matrices on the same paged KV layout; a step of at most
+``decode_max_rows`` tokens (decodes, short prefill chunks) goes through ``NativeDecodeStep`` in
+one, through the torch modules in the other. Block tables are written by hand, out of order.
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ def int8_engine(smollm2_auto_mcp) -> NativeEngine:
     return load(smollm2_auto_mcp, "int8")
 
 
-def runners(engine: NativeEngine) -> tuple[ModelRunner, ModelRunner]:
-    """(native step, torch modules), each on its own zeroed storage."""
+def runners(engine: NativeEngine, native_rows: int = 16) -> tuple[ModelRunner, ModelRunner]:
+    """(native step for steps of up to ``native_rows`` tokens, torch modules), each on its own
+    zeroed storage."""
     arch = engine.model.arch
     budget = NUM_BLOCKS * 2 * arch.num_layers * BLOCK * arch.num_kv_heads * arch.head_dim * 4  # fp32
-    native = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK), native_step=True)
+    native = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK), native_step=True,
+                         decode_max_rows=native_rows)
     torch_path = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK), native_step=False)
     assert native.native_step is not None and torch_path.native_step is None
     return native, torch_path
@@ -148,16 +150,46 @@ def test_int8x2_dots_step_decodes_the_exact_steps_tokens(smollm2_auto_mcp, exact
     assert 0 < difference < 0.05
 
 
-def test_a_step_with_a_prefill_chunk_runs_the_torch_modules(exact_engine):
-    native, _ = runners(exact_engine)
+def counting(runner: ModelRunner) -> list:
     calls = []
-    step = native.native_step
-    native.native_step = lambda *args: calls.append(args) or step(*args)
+    step = runner.native_step
+    runner.native_step = lambda *args: calls.append(args) or step(*args)
+    return calls
+
+
+def test_a_step_over_the_row_limit_runs_the_torch_modules(exact_engine):
+    native, _ = runners(exact_engine, native_rows=4)
+    calls = counting(native)
     prompt = exact_engine.tokenizer.encode(TEXTS[1])
+    assert len(prompt) > 4
     native.execute([StepChunk(prompt, 0, TABLES[0], True)])
     assert not calls
     native.execute([StepChunk([prompt[-1]], len(prompt), TABLES[0], True)])
     assert len(calls) == 1
+
+
+def test_short_prefill_chunks_and_decodes_share_a_native_step_as_the_torch_modules_run_them(exact_engine):
+    """One step holding a decode, a whole prompt and the second half of a split prompt (each
+    token a row at its own position, attending to its chunk's earlier tokens): the logits of
+    the torch modules, and what the chunks write into the cache serves the next step alike."""
+    p0, p1, p2 = (exact_engine.tokenizer.encode(text) for text in TEXTS)
+    half = len(p2) // 2
+    native, torch_path = runners(exact_engine, native_rows=64)
+    calls = counting(native)
+    first_logits = {}
+    for name, runner in (("native", native), ("torch", torch_path)):
+        first = runner.execute([StepChunk(p0, 0, TABLES[0], True), StepChunk(p2[:half], 0, TABLES[2], False)])
+        mixed = runner.execute([StepChunk([int(first[0].argmax())], len(p0), TABLES[0], True),
+                                StepChunk(p1, 0, TABLES[1], True),
+                                StepChunk(p2[half:], half, TABLES[2], True)])
+        after = runner.execute([StepChunk([int(mixed[2].argmax())], len(p2), TABLES[2], True)])
+        first_logits[name] = (first, mixed, after)
+    assert len(calls) == 3 and [len(args[1]) for args in calls] == [len(p0) + half, 1 + len(p1) + len(p2) - half, 1]
+    for ours, theirs in zip(first_logits["native"], first_logits["torch"]):
+        assert ours.shape == theirs.shape
+        assert (ours - theirs).abs().max() < 2e-3
+        assert ours.argmax(dim=-1).tolist() == theirs.argmax(dim=-1).tolist()
+    assert first_logits["native"][0].shape[0] == 1  # the unsampled chunk yields no logits
 
 
 @pytest.mark.parametrize("positions, tables, message", [

@@ -10,6 +10,7 @@ sequence owns, and when a chunk samples, is the scheduler's and block manager's 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -56,9 +57,9 @@ def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int) -
 class ModelRunner:
     """Runs steps of chunks through ``model`` on ``storage``. One step at a time.
 
-    ``native_step``: a step of one-token chunks only (decodes), at most ``decode_max_rows``
-    of them, runs as one C++ call (``models/llama_step.py``) where the model allows it; every
-    other step runs the torch modules.
+    ``native_step``: a step of at most ``decode_max_rows`` tokens in all (decodes, short
+    prefill chunks, or both) runs as one C++ call (``models/llama_step.py``) where the model
+    allows it, each token a row at its own position; every other step runs the torch modules.
     """
 
     def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage, native_step: bool = False,
@@ -80,9 +81,8 @@ class ModelRunner:
         """Run one step; fp32 logits [number of sampling chunks, vocab], in the chunks' order."""
         self._check(chunks)
         self.storage.zero_until(max(max(c.block_table) for c in chunks) + 1)
-        if self.native_step is not None and len(chunks) <= self.decode_max_rows and \
-                all(len(c.token_ids) == 1 for c in chunks):
-            return self._native_decode(chunks)
+        if self.native_step is not None and sum(len(c.token_ids) for c in chunks) <= self.decode_max_rows:
+            return self._native(chunks)
         # Decodes first and together, so that they attend in one SDPA; then each prefill chunk.
         order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].token_ids) != 1)
         ordered = [chunks[i] for i in order]
@@ -95,13 +95,18 @@ class ModelRunner:
         hidden = self.model(ids, self.storage, inputs)  # [1, N, hidden]
         return self.model.compute_logits(hidden[0, _sampled_tokens(chunks, order, self.device)])
 
-    def _native_decode(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
-        """One token per chunk, in the chunks' order, through the native step."""
-        ids = torch.tensor([c.token_ids[0] for c in chunks], device=self.device)  # [N]
+    def _native(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
+        """Every token of the step a row at its own position, through the native step: a
+        prefill chunk's rows write their keys and values before any row attends, so each row
+        attends to the chunk's earlier tokens, as the causal mask lets it."""
+        ids = torch.tensor([t for c in chunks for t in c.token_ids], device=self.device)  # [N]
         x = self.model.embed_tokens(ids).to(torch.float32).contiguous()  # [N, hidden]
-        hidden = self.native_step(x, [c.start for c in chunks], [c.block_table for c in chunks])
-        sampled = [i for i, c in enumerate(chunks) if c.samples]
-        return self.model.compute_logits(hidden if len(sampled) == len(chunks) else hidden[sampled])
+        positions = [c.start + i for c in chunks for i in range(len(c.token_ids))]
+        tables = [c.block_table for c in chunks for _ in c.token_ids]
+        hidden = self.native_step(x, positions, tables)
+        ends = itertools.accumulate(len(c.token_ids) for c in chunks)
+        sampled = [end - 1 for end, c in zip(ends, chunks) if c.samples]
+        return self.model.compute_logits(hidden if len(sampled) == len(positions) else hidden[sampled])
 
     def _check(self, chunks: Sequence[StepChunk]) -> None:
         if not chunks:

@@ -1,12 +1,15 @@
-"""A native decode step for the Llama family: every layer of a decode step in one C++ call.
+"""A native step for the Llama family: every layer of a short step in one C++ call.
 
-For a step whose rows each bring one new token, ``NativeDecodeStep`` runs RMSNorm, the fused
+For a step whose rows each bring one token at its own position (one row per decoding
+sequence, one per token of a prefill chunk), ``NativeDecodeStep`` runs RMSNorm, the fused
 q/k/v projection, RoPE, the KV write into the paged cache (``kv/paged.py``, in place),
 grouped-query attention over each row's blocks (a dropped block, -1 in the table, is
 hidden), o_proj + residual, RMSNorm, gate/up SwiGLU and down + residual for every layer,
 then the final RMSNorm, in ``mcp.engine.kernels._cpu.decode_step`` (csrc/decode.cpp). It
 reads the model's own packed matrices and norm weights and the storage's own cache tensors
-through pointers taken once here; prefill and every other model keep the torch modules.
+through pointers taken once here; longer steps and every other model keep the torch modules.
+A chunk's rows write their keys and values before any row attends (per layer), so each row
+attends to the chunk's earlier tokens as the causal mask would let it.
 """
 
 from __future__ import annotations

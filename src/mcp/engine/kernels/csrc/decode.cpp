@@ -1,4 +1,6 @@
-// One decode step of a Llama-family decoder for a few rows (one new token per sequence):
+// One step of a Llama-family decoder for a few rows, each one token at its own position (a
+// decoding sequence's next token, or one of a prefill chunk's, whose rows all write their keys
+// and values before any row of the layer attends):
 // per layer RMSNorm -> fused q/k/v -> RoPE -> KV write into the paged cache -> grouped-query
 // attention over each row's blocks -> o_proj + residual -> RMSNorm -> gate/up -> SwiGLU ->
 // down + residual; then the final RMSNorm. The same arithmetic as the torch modules

@@ -38,7 +38,7 @@ struct ModelDims {
 };
 
 struct StepRows {
-  int64_t M;  // rows: one new token of one sequence each
+  int64_t M;  // rows: one token each (a decoding sequence's next, or one of a prefill chunk's)
   float* x;  // [M, hidden] embedded tokens in; the final RMSNorm's output out
   const int64_t* positions;  // [M]: each token's position, which is also its KV slot in its table
   const int64_t* tables;  // [M, max_blocks]: physical blocks, -1 = dropped by the window (hidden)
