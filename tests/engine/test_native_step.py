@@ -176,20 +176,20 @@ def test_short_prefill_chunks_and_decodes_share_a_native_step_as_the_torch_modul
     half = len(p2) // 2
     native, torch_path = runners(exact_engine, native_rows=64)
     calls = counting(native)
-    first_logits = {}
+    logits = {}
     for name, runner in (("native", native), ("torch", torch_path)):
         first = runner.execute([StepChunk(p0, 0, TABLES[0], True), StepChunk(p2[:half], 0, TABLES[2], False)])
         mixed = runner.execute([StepChunk([int(first[0].argmax())], len(p0), TABLES[0], True),
                                 StepChunk(p1, 0, TABLES[1], True),
                                 StepChunk(p2[half:], half, TABLES[2], True)])
         after = runner.execute([StepChunk([int(mixed[2].argmax())], len(p2), TABLES[2], True)])
-        first_logits[name] = (first, mixed, after)
+        logits[name] = (first, mixed, after)
     assert len(calls) == 3 and [len(args[1]) for args in calls] == [len(p0) + half, 1 + len(p1) + len(p2) - half, 1]
-    for ours, theirs in zip(first_logits["native"], first_logits["torch"]):
+    for ours, theirs in zip(logits["native"], logits["torch"]):
         assert ours.shape == theirs.shape
         assert (ours - theirs).abs().max() < 2e-3
         assert ours.argmax(dim=-1).tolist() == theirs.argmax(dim=-1).tolist()
-    assert first_logits["native"][0].shape[0] == 1  # the unsampled chunk yields no logits
+    assert logits["native"][0].shape[0] == 1  # the unsampled chunk yields no logits
 
 
 @pytest.mark.parametrize("positions, tables, message", [

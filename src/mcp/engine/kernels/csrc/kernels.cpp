@@ -157,7 +157,8 @@ using avx2::Int8Rows;
 using avx2::Isa;
 using avx2::kPrefetchTiles;
 using avx2::param;
-using avx2::params_as_floats;
+using avx2::tile_params;
+using avx2::tile_params_buffer;
 struct IntOps : avx2::IntOps {
   static IDot idot_u4(WB w, XB x) { return _mm256_dpbusd_epi32(_mm256_setzero_si256(), w, x); }
   static IDot idot_s8(WB w, XB x) { return idot_u4(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w)); }
