@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from mcp.engine import kernels
-from mcp.engine.kernels import QuantMatrix
+from mcp.engine.kernels import QuantMatrix, join_rows
 from mcp.engine.quant import int4pack, int8
 
 CPU_FLAGS = open("/proc/cpuinfo").read()
@@ -326,3 +326,49 @@ def test_bad_activations_for_quantization_are_refused():
         kernels.quantize_activations(torch.randn(2, 33))
     with pytest.raises(ValueError, match="float32"):
         kernels.quantize_activations(torch.randn(2, 64).double())
+
+
+def test_join_rows_is_a_view_where_the_parts_lie_back_to_back():
+    whole = torch.randn(10, 4)
+    parts = [whole[0:3], whole[3:4], whole[4:10]]
+    joined = join_rows(parts)
+    assert joined.data_ptr() == whole.data_ptr() and torch.equal(joined, torch.cat(parts))
+    whole[5, 1] = 7.0  # a view: it sees a later write to the parts' storage
+    assert joined[5, 1].item() == 7.0
+
+
+@pytest.mark.parametrize("case", ["gap", "other storage", "reordered", "other dtype", "other width"])
+def test_join_rows_copies_anything_else(case):
+    whole = torch.randn(10, 4)
+    parts = {
+        "gap": [whole[0:3], whole[4:6]],
+        "other storage": [whole[0:3], whole[3:5].clone()],
+        "reordered": [whole[3:5], whole[0:3]],
+        "other dtype": [whole[0:3], whole[3:5].double()],
+        "other width": [whole[0:3], torch.randn(2, 2)],
+    }[case]
+    if case == "other width":
+        with pytest.raises(RuntimeError, match="Sizes of tensors must match"):
+            join_rows(parts)
+        return
+    joined = join_rows(parts)
+    assert joined.data_ptr() != whole.data_ptr() and torch.equal(joined, torch.cat(parts))
+
+
+def test_a_loaded_model_fuses_its_projections_without_copies(smollm2_auto_mcp):
+    """q/k/v and gate/up of every layer are one matrix each, and that matrix is a view of the
+    file's mapping: loading the file `mcp2026 pull` compiles copies no weight."""
+    from mcp.engine.engine import EngineOptions, NativeEngine
+    from mcp.modelfile.reader import open_model
+
+    with open_model(smollm2_auto_mcp) as model_file:
+        model = NativeEngine(model_file, EngineOptions(device="cpu")).model
+        mapping = model_file.tensor("model.norm.weight").untyped_storage().data_ptr()
+        q_codes = model_file.tensor("model.layers.3.self_attn.q_proj.weight")
+    for layer in model.layers:
+        for group in (layer.self_attn.qkv_proj, layer.mlp.gate_up_proj):
+            (fused,) = group.parts
+            for tensor in (fused.matrix.codes, fused.matrix.qparams):
+                assert tensor.untyped_storage().data_ptr() == mapping
+    fused = model.layers[3].self_attn.qkv_proj.parts[0].matrix
+    assert fused.codes.data_ptr() == q_codes.data_ptr() and torch.equal(fused.codes[:576], q_codes)

@@ -16,6 +16,7 @@ from safetensors.numpy import save_file as save_numpy
 from safetensors.torch import load_file
 
 from mcp.modelfile.reader import open_model
+from mcp.modelfile.spec import TensorSpec, stored_shape
 from mcp.modelfile.writer import write_model
 from mcp.runtime.errors import ConfigError, ModelFormatError, ModelNotFoundError
 
@@ -261,3 +262,57 @@ def test_written_file_has_the_umask_permissions(written) -> None:
     umask = os.umask(0)
     os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_tensors_are_views_of_one_mapping_in_file_order(written, tiny_header) -> None:
+    """Every tensor is a view of the one private mapping, at its byte range in the file."""
+    path, _ = written
+    prefix_len = int.from_bytes(path.read_bytes()[:8], "little")
+    entries = json.loads(path.read_bytes()[8 : 8 + prefix_len])
+    with open_model(path) as model:
+        tensors = {spec.name: model.tensor(spec.name) for spec in tiny_header.tensors}
+    mapping = {tensor.untyped_storage().data_ptr() for tensor in tensors.values()}
+    assert len(mapping) == 1
+    base = mapping.pop()
+    for name, tensor in tensors.items():
+        start = entries[name]["data_offsets"][0]
+        assert tensor.data_ptr() - base == 8 + prefix_len + start
+
+
+def test_tensor_at_an_unaligned_offset_reads_back(written, tiny_tensors) -> None:
+    """Another writer may leave the data section at an offset that is not a multiple of an
+    item size (safetensors does not require the padding): such a tensor is read as a copy."""
+    path, _ = written
+    data = path.read_bytes()
+    prefix_len = int.from_bytes(data[:8], "little")
+    shifted = (prefix_len + 1).to_bytes(8, "little") + data[8 : 8 + prefix_len] + b" " + data[8 + prefix_len :]
+    path.write_bytes(shifted)
+    with open_model(path, verify=True) as model:
+        for name, original in tiny_tensors.items():
+            stored = model.tensor(name)
+            assert stored.dtype == _as_torch(original).dtype
+            assert torch.equal(stored.view(torch.uint8), _as_torch(original).view(torch.uint8))
+
+
+def test_each_storage_dtype_is_stored_together_in_header_order(tmp_path: Path, tiny_header) -> None:
+    """f16 and bf16 have one item size; a matrix's f16 group parameters and its bf16 kernel
+    form alternate in the header, yet the f16 arrays of consecutive matrices lie back to
+    back (what lets the loader fuse q/k/v without a copy), as do the codes."""
+    specs = []
+    for part in ("q", "k", "v"):
+        name = f"model.layers.0.self_attn.{part}_proj.weight"
+        specs += [dataclasses.replace(tiny_header.tensors[1], name=name),
+                  TensorSpec(name + ".qparams", "f16", (8, 1, 2), ""),
+                  TensorSpec(name + ".scale_zero", "bf16", (1, 8, 2), "")]
+    header = dataclasses.replace(tiny_header, tensors=tuple(specs))
+    arrays = {spec.name: np.zeros(stored_shape(spec.encoding, spec.shape),
+                                  dtype={"f16": np.float16, "bf16": np.uint16}.get(spec.encoding, np.uint8))
+              for spec in specs}
+    arrays = {name: torch.from_numpy(a).view(torch.bfloat16) if name.endswith("scale_zero") else a
+              for name, a in arrays.items()}
+    write_model(tmp_path / "m.mcp", header, arrays)
+    prefix_len = int.from_bytes((tmp_path / "m.mcp").read_bytes()[:8], "little")
+    entries = json.loads((tmp_path / "m.mcp").read_bytes()[8 : 8 + prefix_len])
+    for suffix in ("", ".qparams", ".scale_zero"):
+        ranges = [entries[f"model.layers.0.self_attn.{p}_proj.weight{suffix}"]["data_offsets"] for p in "qkv"]
+        assert ranges[0][1] == ranges[1][0] and ranges[1][1] == ranges[2][0], (suffix, ranges)

@@ -1,8 +1,11 @@
 """Open a ``.mcp`` file: check it, then hand out its tensors zero-copy from a memory map.
 
 Opening never executes code from the file. The safetensors prefix (8-byte length + JSON) is
-parsed here first, so a foreign, truncated or inconsistent file gets a precise
-``ModelFormatError`` naming the file; only then does ``safetensors.safe_open`` map the data.
+parsed here, so a foreign, truncated or inconsistent file gets a precise ``ModelFormatError``
+naming the file; only then is the file mapped, once and privately (copy on write: writing to
+a tensor never changes the file), and every tensor is a view of that one mapping. Tensors
+that lie back to back in the file are therefore back to back in memory too, which lets the
+loader join a layer's q/k/v or gate/up matrices without copying them (``join_rows``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from typing import Any
 
 import orjson
 import torch
-from safetensors import SafetensorError, safe_open
 
 from mcp.modelfile.spec import (
     FORMAT_TAG,
@@ -27,7 +29,7 @@ from mcp.modelfile.spec import (
     TensorSpec,
     stored_shape,
 )
-from mcp.modelfile.writer import ITEM_SIZES, storage_dtype
+from mcp.modelfile.writer import TORCH_DTYPES, ITEM_SIZES, storage_dtype
 from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
@@ -55,7 +57,8 @@ def open_model(path: str | os.PathLike, verify: bool = False) -> ModelFile:
     header = ModelHeader.from_json(header_json, source=str(path))
     offsets = _check_data_section(path, prefix)
     _check_tensor_list(path, header, prefix.entries)
-    model = ModelFile(path, header, offsets)
+    stored = {name: (TORCH_DTYPES[entry["dtype"]], tuple(entry["shape"])) for name, entry in prefix.entries.items()}
+    model = ModelFile(path, header, offsets, stored)
     if verify:
         try:
             model.verify()
@@ -68,14 +71,17 @@ def open_model(path: str | os.PathLike, verify: bool = False) -> ModelFile:
 class ModelFile:
     """An open ``.mcp`` file. Use as a context manager, or call ``close()``."""
 
-    def __init__(self, path: Path, header: ModelHeader, offsets: dict[str, tuple[int, int]]) -> None:
+    def __init__(self, path: Path, header: ModelHeader, offsets: dict[str, tuple[int, int]],
+                 stored: dict[str, tuple[torch.dtype, tuple[int, ...]]]) -> None:
         self.path = path
         self.header = header
         self._offsets = offsets  # name -> absolute [start, end) byte range in the file
+        self._stored = stored  # name -> the stored array's dtype and shape
         try:
-            self._handle = safe_open(str(path), framework="pt")
-        except SafetensorError as exc:
-            raise ModelFormatError(f"{path}: safetensors cannot open the file ({exc})") from None
+            self._mapping: torch.UntypedStorage | None = torch.UntypedStorage.from_file(
+                str(path), shared=False, nbytes=path.stat().st_size)
+        except (OSError, RuntimeError) as exc:
+            raise ModelFormatError(f"{path}: cannot map the file into memory ({exc})") from None
 
     def __enter__(self) -> ModelFile:
         return self
@@ -87,10 +93,8 @@ class ModelFile:
         return name in self._offsets
 
     def close(self) -> None:
-        """Release the file. Tensors handed out before stay valid."""
-        if self._handle is not None:
-            self._handle.__exit__(None, None, None)
-            self._handle = None
+        """Release the file. Tensors handed out before stay valid (they hold the mapping)."""
+        self._mapping = None
 
     def tensor(self, name: str) -> torch.Tensor:
         """The stored representation of ``name`` (see ``spec.stored_shape``), memory-mapped.
@@ -100,9 +104,14 @@ class ModelFile:
         """
         if name not in self._offsets:
             raise KeyError(f"{self.path} has no tensor named {name!r}")
-        if self._handle is None:
+        if self._mapping is None:
             raise ValueError(f"{self.path} is closed")
-        return self._handle.get_tensor(name)
+        dtype, shape = self._stored[name]
+        start, end = self._offsets[name]
+        if start % dtype.itemsize == 0:  # always, in files this writer made (wider items first, aligned)
+            return torch.empty(0, dtype=dtype).set_(self._mapping, start // dtype.itemsize, shape)
+        raw = torch.empty(0, dtype=torch.uint8).set_(self._mapping, start, (end - start,))
+        return raw.clone().view(dtype).reshape(shape)  # another writer's unaligned tensor: a copy
 
     def verify(self) -> None:
         """Recompute every tensor's sha256; a mismatch is a ``ModelFormatError`` naming it."""

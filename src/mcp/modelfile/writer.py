@@ -37,7 +37,7 @@ from mcp.runtime.errors import ConfigError, ModelFormatError
 STORAGE_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "int8": "I8"}
 BLOCK_STORAGE_DTYPE = "U8"
 ITEM_SIZES = {"F32": 4, "F16": 2, "BF16": 2, "U8": 1, "I8": 1}
-_TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "U8": torch.uint8,
+TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "U8": torch.uint8,
                  "I8": torch.int8}
 _NUMPY_DTYPES = {"F32": np.float32, "F16": np.float16, "U8": np.uint8, "I8": np.int8}
 _PLACEHOLDER_SHA = "0" * 64
@@ -120,9 +120,13 @@ def _with_hashes(header: ModelHeader, hashes: Mapping[str, str]) -> ModelHeader:
 
 
 def _data_layout(specs: tuple[TensorSpec, ...]) -> dict[str, tuple[int, int]]:
-    """Byte range of each tensor in the data section; wider items first keeps them aligned."""
+    """Byte range of each tensor in the data section: wider items first keeps them aligned,
+    and within an item size the tensors of each storage dtype are together in header order,
+    so that a layer's q/k/v (and gate/up) codes lie back to back, and so do their group
+    parameters, for the loader to fuse them without a copy (``kernels.join_rows``)."""
     order = sorted(
-        range(len(specs)), key=lambda i: (-ITEM_SIZES[storage_dtype(specs[i].encoding)], i)
+        range(len(specs)),
+        key=lambda i: (-ITEM_SIZES[storage_dtype(specs[i].encoding)], storage_dtype(specs[i].encoding), i),
     )
     layout, offset = {}, 0
     for i in order:
@@ -170,7 +174,7 @@ def tensor_bytes(path: Path, spec: TensorSpec, value: TensorValue) -> memoryview
             f"expected {expected_shape}"
         )
     if isinstance(value, torch.Tensor):
-        if value.dtype != _TORCH_DTYPES[dtype]:
+        if value.dtype != TORCH_DTYPES[dtype]:
             raise ModelFormatError(f"{path}: tensor {spec.name} is {value.dtype}, expected {dtype}")
         flat = value.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy()
         return memoryview(flat)

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from mcp.engine.kernels import QuantMatrix
+from mcp.engine.kernels import QuantMatrix, join_rows
 from mcp.engine.quant import int4pack, int8
 
 _NATIVE_DTYPES = (torch.float32, torch.bfloat16)
@@ -131,7 +131,7 @@ class Int4Linear(PackedLinear):
     @classmethod
     def fuse(cls, parts: Sequence[Int4Linear]) -> Int4Linear:
         """One layer computing every part's outputs, concatenated in order (same kernel results)."""
-        return cls(torch.cat([p.packed for p in parts]),  # rows are whole layout blocks (ROW_ALIGN)
+        return cls(join_rows([p.packed for p in parts]),  # rows are whole layout blocks (ROW_ALIGN)
                    torch.cat([p.scale_and_zero for p in parts], dim=1), parts[0]._layout,
                    **parts[0]._fused_options(parts))
 
