@@ -46,12 +46,17 @@ def measure(spec: WorkerSpec) -> dict:
 
 
 def _load(spec: WorkerSpec):
+    context = spec.settings.prompt_tokens + spec.settings.decode_tokens + 64
+    return load(spec.gguf_path, context, spec.threads, spec.options.get("use_extra_bufts", True))
+
+
+def load(gguf_path: str, context: int, threads: int, use_extra_bufts: bool = True):
+    """``Llama`` on ``gguf_path`` with room for ``context`` tokens, ``threads`` threads."""
     from llama_cpp import Llama
 
-    context = spec.settings.prompt_tokens + spec.settings.decode_tokens + 64
-    with _model_params(use_extra_bufts=spec.options.get("use_extra_bufts", True)):
-        return Llama(model_path=spec.gguf_path, n_ctx=max(512, context), n_batch=512,
-                     n_threads=spec.threads, n_threads_batch=spec.threads, verbose=False)
+    with _model_params(use_extra_bufts=use_extra_bufts):
+        return Llama(model_path=gguf_path, n_ctx=max(512, context), n_batch=512,
+                     n_threads=threads, n_threads_batch=threads, verbose=False)
 
 
 @contextlib.contextmanager
@@ -79,31 +84,37 @@ def _model_params(use_extra_bufts: bool):
 
 def _measure_single(llm, spec: WorkerSpec, result: dict, numpy) -> None:
     settings, figures, info = spec.settings, result["figures"], result["info"]
-    vocab = llm.n_vocab()
 
     def first_token(text: str, special: bool) -> int:
-        ids = llm.tokenize(text.encode(), add_bos=False, special=special)
-        llm.reset()  # no reuse of the previous call's KV cache
-        llm.eval(ids)
-        return int(numpy.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(vocab,)).argmax())
+        return _first_token(llm, text, special, numpy)
 
     info["pp_tokens"] = len(llm.tokenize(spec.pp_text.encode(), add_bos=False))
     figures["pp_tps"] = repeat(settings.runs, lambda: info["pp_tokens"] / wall(lambda: first_token(spec.pp_text, False)))
     log("llamacpp", f"prompt processing {info['pp_tokens']} tokens: {figures['pp_tps']}")
-
-    def decode_once() -> float:
-        token = first_token(DECODE_PROMPTS[0], False)
-        started = now()
-        for _ in range(settings.decode_tokens - 1):
-            llm.eval([token])
-            token = int(numpy.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(vocab,)).argmax())
-        return (settings.decode_tokens - 1) / (now() - started)
-
-    figures["decode1_tps"] = repeat(settings.runs, decode_once)
+    figures["decode1_tps"] = repeat(settings.runs, lambda: decode_tps(llm, DECODE_PROMPTS[0], settings.decode_tokens, numpy))
     log("llamacpp", f"decode batch 1: {figures['decode1_tps']}")
     info["chat_tokens"] = len(llm.tokenize(spec.chat_text.encode(), add_bos=False, special=True))
     figures["ttft_ms"] = repeat(settings.runs, lambda: 1000 * wall(lambda: first_token(spec.chat_text, True)))
     log("llamacpp", f"TTFT {info['chat_tokens']} tokens: {figures['ttft_ms']}")
+
+
+def _first_token(llm, text: str, special: bool, numpy) -> int:
+    """Prefill ``text`` from an empty cache; the greedy next token."""
+    ids = llm.tokenize(text.encode(), add_bos=False, special=special)
+    llm.reset()  # no reuse of the previous call's KV cache
+    llm.eval(ids)
+    return int(numpy.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).argmax())
+
+
+def decode_tps(llm, prompt: str, tokens: int, numpy) -> float:
+    """One greedy decode of ``tokens`` tokens after ``prompt``: tok/s from the first token to the last."""
+    token = _first_token(llm, prompt, False, numpy)
+    vocab = llm.n_vocab()
+    started = now()
+    for _ in range(tokens - 1):
+        llm.eval([token])
+        token = int(numpy.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(vocab,)).argmax())
+    return (tokens - 1) / (now() - started)
 
 
 def _measure_batches(llm, spec: WorkerSpec, result: dict, llama_cpp, numpy) -> None:

@@ -55,17 +55,19 @@ def _measure_single(model, spec: WorkerSpec, result: dict) -> None:
         lambda: model.infer(spec.pp_text, raw=True, max_tokens=1, **GREEDY)))
     log("ours", f"prompt processing {info['pp_tokens']} tokens: {figures['pp_tps']}")
 
-    def decode_once() -> float:
-        out = model.infer(DECODE_PROMPTS[0], raw=True, max_tokens=settings.decode_tokens, **GREEDY)
-        timings = out.timings
-        return (out.usage.completion_tokens - 1) / (timings.total_s - timings.ttft_s)
-
-    figures["decode1_tps"] = repeat(settings.runs, decode_once)
+    figures["decode1_tps"] = repeat(settings.runs, lambda: decode_tps(model, DECODE_PROMPTS[0], settings.decode_tokens))
     log("ours", f"decode batch 1: {figures['decode1_tps']}")
     info["chat_tokens"] = model.chat(list(CHAT_MESSAGES), max_tokens=1, **GREEDY).usage.prompt_tokens
     figures["ttft_ms"] = repeat(settings.runs, lambda: 1000 * wall(
         lambda: model.chat(list(CHAT_MESSAGES), max_tokens=1, **GREEDY)))
     log("ours", f"TTFT {info['chat_tokens']} tokens: {figures['ttft_ms']}")
+
+
+def decode_tps(model, prompt: str, tokens: int) -> float:
+    """One greedy decode of ``tokens`` tokens after ``prompt``: tok/s from the first token to the last."""
+    out = model.infer(prompt, raw=True, max_tokens=tokens, **GREEDY)
+    timings = out.timings
+    return (out.usage.completion_tokens - 1) / (timings.total_s - timings.ttft_s)
 
 
 def _measure_batches(model, spec: WorkerSpec, result: dict) -> None:

@@ -71,3 +71,27 @@ def test_write_section_replaces_only_its_own_section(tmp_path: Path) -> None:
     text = results.read_text()
     assert text.count("<!-- engine.py -->") == 1 and "second run" not in text
     assert text.endswith("```\nthird\n```\n<!-- /engine.py -->\n\n## Later section\n\nkept\n")
+
+
+@pytest.mark.slow
+def test_interleaved_decode_runs_both_engines_in_turn() -> None:
+    """benchmarks/decode_interleaved.py: two worker processes, one decode each per round."""
+    pytest.importorskip("llama_cpp", reason="install llama-cpp-python (make test installs it: .ci/llama-cpp-wheel)")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT.parent / "decode_interleaved.py"), "--rounds", "2", "--tokens", "6"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("batch-1 decode, 6 tokens after 'The capital of France is', greedy, 2 threads, 2 rounds")
+    for name in ("ours", "llamacpp"):
+        assert re.match(rf"^  {name} +{NUMBER} tok/s  \[{NUMBER}-{NUMBER}\]$", lines[1 + (name != "ours")]), lines
+    assert re.match(rf"^  ours / llama.cpp: median of the per-round ratios {NUMBER}x \[{NUMBER}-{NUMBER}\], "
+                    r"ours faster in [0-2] of 2 rounds$", lines[3]), lines
+
+
+def test_interleaved_decode_refuses_bad_options() -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "decode_interleaved.py"), "--tokens", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2
+    assert "--tokens at least 2" in done.stderr

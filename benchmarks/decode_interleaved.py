@@ -1,0 +1,136 @@
+"""Batch-1 decode, ours against llama.cpp, each in its own process, taking turns.
+
+engine.py measures each engine in its own window of time. On a host whose speed drifts by
+10-40% within minutes with nothing else running (seen on the 2-core EPYC machines here, see
+RESULTS.md), the ratio of two windows mixes two speeds: two quick runs a minute apart gave
+0.98x and 0.81x. This starts one worker process per engine (ours through the SDK, llama.cpp
+0.3.36 through llama-cpp-python; the same model, prompt, greedy decoding and thread count as
+engine.py), loads each model once, then asks the two in turn, in an order shuffled every
+round, for one decode of N tokens each. A waiting worker blocks on its pipe and uses no CPU,
+so each decode has the machine to itself, and neighbouring rounds see the same host speed.
+Prints each engine's median tok/s with min/max, the median of the per-round ratios, and in
+how many rounds ours was the faster. Numbers, not a test.
+
+    .venv/bin/python benchmarks/decode_interleaved.py [--rounds 15] [--tokens 128] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from enginebench.spec import DECODE_PROMPTS  # noqa: E402
+
+ENGINES = ("ours", "llamacpp")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rounds < 1 or args.tokens < 2 or args.threads < 1:
+        parser.error("--rounds must be at least 1, --tokens at least 2, --threads at least 1")
+    if args.worker:
+        serve(args.worker, args.tokens, args.threads)
+        return
+    workers = {name: Worker(name, args.tokens, args.threads) for name in ENGINES}
+    try:
+        rates = {name: [] for name in ENGINES}
+        order = random.Random(0)
+        for _ in range(args.rounds):
+            for name in order.sample(ENGINES, len(ENGINES)):
+                rates[name].append(workers[name].decode())
+    finally:
+        for worker in workers.values():
+            worker.close()
+    report(rates, args)
+
+
+class Worker:
+    """One engine in a subprocess: loaded and warmed up once, then one decode per request."""
+
+    def __init__(self, name: str, tokens: int, threads: int) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false",
+               "HF_HUB_OFFLINE": "1"}
+        command = [sys.executable, __file__, "--worker", name, "--tokens", str(tokens), "--threads", str(threads)]
+        self.name = name
+        self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self._expect("ready")
+
+    def decode(self) -> float:
+        self.process.stdin.write("decode\n")
+        self.process.stdin.flush()
+        return float(self._expect("tps"))
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.stdin.close()
+            self.process.wait(timeout=60)
+
+    def _expect(self, key: str) -> str:
+        line = self.process.stdout.readline().strip()
+        if not line.startswith(key):
+            code = self.process.poll()
+            raise RuntimeError(f"the {self.name} worker answered {line!r} instead of {key!r}"
+                               + (f" and exited with {code}" if code is not None else "") + " (its stderr is above)")
+        return line[len(key):].strip()
+
+
+def serve(engine: str, tokens: int, threads: int) -> None:
+    """The worker: load, warm up, then answer each ``decode`` line on stdin with ``tps <rate>``."""
+    decode = _ours(tokens, threads) if engine == "ours" else _llamacpp(tokens, threads)
+    decode()  # warm-up
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() == "decode":
+            print(f"tps {decode():.3f}", flush=True)
+
+
+def _ours(tokens: int, threads: int):
+    import torch
+
+    from enginebench.ours import decode_tps
+    from mcp.modelfile import catalog
+    from mcp.runtime import RuntimeConfig, Session
+
+    torch.set_num_threads(threads)
+    session = Session(RuntimeConfig(device="cpu", num_threads=threads))
+    model = session.load_model(catalog.DEFAULT_MODEL)
+    return lambda: decode_tps(model, DECODE_PROMPTS[0], tokens)
+
+
+def _llamacpp(tokens: int, threads: int):
+    import numpy
+
+    from enginebench.llamacpp import decode_tps, load
+    from mcp.modelfile import catalog
+
+    llm = load(str(catalog.fetch_source(catalog.DEFAULT_MODEL)), tokens + 64, threads)
+    return lambda: decode_tps(llm, DECODE_PROMPTS[0], tokens, numpy)
+
+
+def report(rates: dict[str, list[float]], args: argparse.Namespace) -> None:
+    ratios = [ours / peer for ours, peer in zip(rates["ours"], rates["llamacpp"])]
+    wins = sum(ratio > 1 for ratio in ratios)
+    print(f"batch-1 decode, {args.tokens} tokens after {DECODE_PROMPTS[0]!r}, greedy, {args.threads} threads, "
+          f"{args.rounds} rounds, engines in turn (order shuffled per round)")
+    for name in ENGINES:
+        values = rates[name]
+        print(f"  {name:<9} {statistics.median(values):7.1f} tok/s  [{min(values):.1f}-{max(values):.1f}]")
+    print(f"  ours / llama.cpp: median of the per-round ratios {statistics.median(ratios):.2f}x "
+          f"[{min(ratios):.2f}-{max(ratios):.2f}], ours faster in {wins} of {len(ratios)} rounds")
+
+
+if __name__ == "__main__":
+    main()
