@@ -53,6 +53,18 @@ struct Isa {
     q[0] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(bytes, low)));
     q[1] = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(bytes, 4), low)));
   }
+  // The same floats for the one-row dot: the 16 bytes widen once into 32-bit lanes, and a
+  // float permute, which reads only an index's low 4 bits, looks up the low nibble's value in
+  // a table of 0..15 as it is and the high nibble's after a shift: 4 operations for 32 codes
+  // against 7, on the shuffle port instead of the integer and conversion ones. Batch-1 decode
+  // 1.02x faster (13 of 15 paired rounds); where several rows dequantize a tile (bound by the
+  // FMAs that follow) a short prefill was 2% slower with it, so that path converts as above.
+  static void int4_codes_lookup(const uint8_t* p, V* q) {
+    const __m512 values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    q[0] = _mm512_permutexvar_ps(bytes, values);
+    q[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), values);
+  }
   static void int8_codes(const int8_t* p, V* q) {
     for (int i = 0; i < 2; ++i) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
@@ -105,6 +117,7 @@ struct Isa {
       q[half + 2] = _mm256_cvtepi32_ps(_mm256_srli_epi32(bytes, 4));
     }
   }
+  static void int4_codes_lookup(const uint8_t* p, V* q) { int4_codes(p, q); }  // no 16-entry permute here
   static void int8_codes(const int8_t* p, V* q) {
     for (int i = 0; i < 4; ++i) {
       const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i));
@@ -193,6 +206,7 @@ struct Isa {
       q[j + kGroup / 2] = static_cast<float>(p[j] >> 4);
     }
   }
+  static void int4_codes_lookup(const uint8_t* p, V* q) { int4_codes(p, q); }
   static void int8_codes(const int8_t* p, V* q) {
     for (int j = 0; j < kGroup; ++j) q[j] = static_cast<float>(p[j]);
   }
