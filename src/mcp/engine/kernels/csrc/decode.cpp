@@ -8,6 +8,9 @@
 
 #include "decode.h"
 
+#include <omp.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -28,15 +31,6 @@ struct Scratch {
     scores.resize(M * d.heads * max_len);
   }
 };
-
-// out[M, N] = x[M, K] @ W.T (+ bias)
-void project(const MatrixRef& w, const float* x, int64_t M, float* out, const float* bias, int x_digits,
-             int num_threads) {
-  MatmulArgs a{w.kind, x, M, w.K, w.N, nullptr, w.codes, w.qparams, w.qparams_f16, out, false, x_digits};
-  matmul(a, num_threads);
-  if (bias != nullptr)
-    for (int64_t m = 0; m < M; ++m) axpy_f32(1.0f, bias, out + m * w.N, w.N);
-}
 
 // out = weight * (x * rsqrt(mean(x^2) + eps)), per row of [M, n]
 void rms_norm(const float* x, const float* weight, int64_t M, int64_t n, float eps, float* out) {
@@ -59,17 +53,15 @@ void rotate(float* head, const float* cos, const float* sin_signed, int64_t D) {
 }
 
 // RoPE on every q and k head of row m, then its k and v into the cache slot of its position.
-void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& rows, float* qkv) {
+void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& rows, float* qkv, int64_t m) {
   const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D;
-  for (int64_t m = 0; m < rows.M; ++m) {
-    const int64_t p = rows.positions[m];
-    float* row = qkv + m * width;
-    for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, d.cos + p * D, d.sin_signed + p * D, D);
-    const int64_t block = rows.tables[m * rows.max_blocks + p / d.block_size];
-    const int64_t slot = (block * d.block_size + p % d.block_size) * d.kv_heads * D;
-    std::copy(row + d.heads * D, row + (d.heads + d.kv_heads) * D, layer.keys + slot);
-    std::copy(row + (d.heads + d.kv_heads) * D, row + width, layer.values + slot);
-  }
+  const int64_t p = rows.positions[m];
+  float* row = qkv + m * width;
+  for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, d.cos + p * D, d.sin_signed + p * D, D);
+  const int64_t block = rows.tables[m * rows.max_blocks + p / d.block_size];
+  const int64_t slot = (block * d.block_size + p % d.block_size) * d.kv_heads * D;
+  std::copy(row + d.heads * D, row + (d.heads + d.kv_heads) * D, layer.keys + slot);
+  std::copy(row + (d.heads + d.kv_heads) * D, row + width, layer.values + slot);
 }
 
 // Head h of row m: softmax(q . k_t / sqrt(D)) over the row's visible positions t <= p, times v_t.
@@ -105,42 +97,94 @@ void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, con
   }
 }
 
-void attention(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s, int64_t max_len,
-               int num_threads) {
-  const int64_t tasks = rows.M * d.heads;
-  const int64_t work = tasks * max_len * d.head_dim;  // small steps are not worth waking threads for
-  parallel_tasks(tasks, work < (1 << 16) ? 1 : num_threads, [&](int64_t task) {
-    const int64_t m = task / d.heads, h = task % d.heads;
-    attend(d, layer, rows, s.qkv.data(), m, h, s.scores.data() + task * max_len,
-           s.attn.data() + (m * d.heads + h) * d.head_dim);
-  });
-}
+// The threads of one step: a step runs inside one OpenMP parallel region, its phases
+// separated by barriers, where a region per matrix product forked and joined the team 4
+// times a layer. Work is shared statically: item i of a phase goes to thread i % size.
+struct Team {
+  int index, size;
+  bool mine(int64_t item) const { return item % size == index; }
+  void barrier() const {
+    if (size > 1) {
+#pragma omp barrier
+    }
+  }
+};
 
-void swiglu(const float* gate_up, int64_t M, int64_t I, float* out) {
-  for (int64_t m = 0; m < M; ++m) {
-    const float* gate = gate_up + m * 2 * I;
-    for (int64_t i = 0; i < I; ++i) out[m * I + i] = gate[i] / (1.0f + std::exp(-gate[i])) * gate[I + i];
+// This thread's chunks of W's rows (kernels.h, row_chunks: one contiguous run per thread):
+// out[m, n] = x[m] . W[n] for every row m and each n of the chunk, then fn(n0, n1) on it.
+template <class Fn>
+void project(const Team& team, const MatrixRef& w, const float* x, int64_t M, float* out, int x_digits,
+             int64_t rows_shared, const Fn& fn) {
+  const MatmulArgs args = prepare_matmul(
+      MatmulArgs{w.kind, x, M, w.K, w.N, nullptr, w.codes, w.qparams, w.qparams_f16, out, false, x_digits});
+  const int64_t chunks = row_chunks(rows_shared, team.size);
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    if (!team.mine(chunk)) continue;
+    const auto [n0, n1] = row_chunk(rows_shared, chunks, chunk);
+    if (n0 < n1) fn(args, n0, n1);
   }
 }
 
-void add_rows(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s,
+               int64_t max_len, int x_digits) {
+  const int64_t M = rows.M, H = d.hidden, I = d.intermediate;
+  const int64_t width = (d.heads + 2 * d.kv_heads) * d.head_dim;
+  // Every thread normalizes x for itself (a few hundred floats a row), so no barrier waits for it.
+  static thread_local std::vector<float> normed;
+  normed.resize(M * H);
+  rms_norm(rows.x, layer.input_norm, M, H, d.eps, normed.data());
+  project(team, layer.qkv, normed.data(), M, s.qkv.data(), x_digits, width,
+          [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
+            matmul_rows(a, n0, n1);
+            if (layer.qkv_bias != nullptr)
+              for (int64_t m = 0; m < M; ++m)
+                for (int64_t n = n0; n < n1; ++n) s.qkv[m * width + n] += layer.qkv_bias[n];
+          });
+  team.barrier();
+  for (int64_t m = 0; m < M; ++m)
+    if (team.mine(m)) rope_and_write(d, layer, rows, s.qkv.data(), m);
+  team.barrier();  // a chunk's rows attend to each other's keys: all written first
+  for (int64_t task = 0; task < M * d.heads; ++task)
+    if (team.mine(task))
+      attend(d, layer, rows, s.qkv.data(), task / d.heads, task % d.heads, s.scores.data() + task * max_len,
+             s.attn.data() + task * d.head_dim);
+  team.barrier();
+  project(team, layer.o, s.attn.data(), M, s.proj.data(), x_digits, H,
+          [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
+            matmul_rows(a, n0, n1);
+            for (int64_t m = 0; m < M; ++m)
+              for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
+          });
+  team.barrier();
+  rms_norm(rows.x, layer.post_norm, M, H, d.eps, normed.data());
+  // gate rows [i0, i1) and their up rows [I + i0, I + i1) in one thread, SwiGLU on them there
+  project(team, layer.gate_up, normed.data(), M, s.gate_up.data(), x_digits, I,
+          [&](const MatmulArgs& a, int64_t i0, int64_t i1) {
+            matmul_rows(a, i0, i1);
+            matmul_rows(a, I + i0, I + i1);
+            for (int64_t m = 0; m < M; ++m) {
+              const float* gate = s.gate_up.data() + m * 2 * I;
+              for (int64_t i = i0; i < i1; ++i)
+                s.act[m * I + i] = gate[i] / (1.0f + std::exp(-gate[i])) * gate[I + i];
+            }
+          });
+  team.barrier();
+  project(team, layer.down, s.act.data(), M, s.proj.data(), x_digits, H,
+          [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
+            matmul_rows(a, n0, n1);
+            for (int64_t m = 0; m < M; ++m)
+              for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
+          });
+  team.barrier();  // the next layer's norm reads every column of x
 }
 
-void run_layer(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s, int64_t max_len,
-               int x_digits, int num_threads) {
-  const int64_t M = rows.M;
-  rms_norm(rows.x, layer.input_norm, M, d.hidden, d.eps, s.normed.data());
-  project(layer.qkv, s.normed.data(), M, s.qkv.data(), layer.qkv_bias, x_digits, num_threads);
-  rope_and_write(d, layer, rows, s.qkv.data());
-  attention(d, layer, rows, s, max_len, num_threads);
-  project(layer.o, s.attn.data(), M, s.proj.data(), nullptr, x_digits, num_threads);
-  add_rows(rows.x, s.proj.data(), M * d.hidden);
-  rms_norm(rows.x, layer.post_norm, M, d.hidden, d.eps, s.normed.data());
-  project(layer.gate_up, s.normed.data(), M, s.gate_up.data(), nullptr, x_digits, num_threads);
-  swiglu(s.gate_up.data(), M, d.intermediate, s.act.data());
-  project(layer.down, s.act.data(), M, s.proj.data(), nullptr, x_digits, num_threads);
-  add_rows(rows.x, s.proj.data(), M * d.hidden);
+void run_layers(const Team& team, const ModelDims& d, const LayerRef* layers, int64_t num_layers,
+                const StepRows& rows, Scratch& s, int64_t max_len, int x_digits) {
+  for (int64_t i = 0; i < num_layers; ++i) run_layer(team, d, layers[i], rows, s, max_len, x_digits);
+  if (team.index == 0) {
+    rms_norm(rows.x, d.final_norm, rows.M, d.hidden, d.eps, s.normed.data());
+    std::copy(s.normed.begin(), s.normed.begin() + rows.M * d.hidden, rows.x);
+  }
 }
 
 std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, int64_t N, int64_t K) {
@@ -195,9 +239,15 @@ void decode_step(const ModelDims& d, const LayerRef* layers, int64_t num_layers,
   int64_t max_len = 1;
   for (int64_t m = 0; m < rows.M; ++m) max_len = std::max(max_len, rows.positions[m] + 1);
   scratch.fit(d, rows.M, max_len);
-  for (int64_t i = 0; i < num_layers; ++i) run_layer(d, layers[i], rows, scratch, max_len, x_digits, num_threads);
-  rms_norm(rows.x, d.final_norm, rows.M, d.hidden, d.eps, scratch.normed.data());
-  std::copy(scratch.normed.begin(), scratch.normed.begin() + rows.M * d.hidden, rows.x);
+  static const pid_t parent = getpid();  // GNU OpenMP is not fork-safe: a forked child runs alone
+  if (num_threads <= 1 || getpid() != parent) {
+    run_layers(Team{0, 1}, d, layers, num_layers, rows, scratch, max_len, x_digits);
+    return;
+  }
+  Scratch& shared = scratch;
+#pragma omp parallel num_threads(num_threads)
+  run_layers(Team{omp_get_thread_num(), omp_get_num_threads()}, d, layers, num_layers, rows, shared, max_len,
+             x_digits);
 }
 
 }  // namespace mcp_kernels

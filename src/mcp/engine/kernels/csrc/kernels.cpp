@@ -285,24 +285,38 @@ bool has_vnni() {
 #endif
 }
 
-// Splits rows [0, num_rows) into one run of whole 8-row blocks per thread (at least 64 rows
-// each), claimed dynamically (a thread that starts late takes what is left). One contiguous
-// run per thread streams each matrix as a single pass through memory; four smaller chunks a
-// thread, claimed in turn, were slower: batch-1 decode 1.10x, a 120-token prefill 1.10x and
-// an 8-sequence batch 1.06x faster with one run (2 threads, AMD EPYC with AVX-512, the two
-// builds alternated in one process, 2026-12-04). The threads are OpenMP's: built with -fopenmp, this library needs libgomp.so.1, and
-// when torch is imported first (mcp.engine.kernels imports it) the loader hands it torch's
-// own copy, so the kernels and torch's ops run on one team of threads instead of two teams
-// spinning against each other on the same cores.
+constexpr int64_t kRowAlign = 8, kMinChunkRows = 64;
+
+}  // namespace
+
+// Rows [0, num_rows) in one run of whole 8-row blocks per thread (at least 64 rows each). One
+// contiguous run per thread streams each matrix as a single pass through memory; four smaller
+// chunks a thread, claimed in turn, were slower: batch-1 decode 1.10x, a 120-token prefill
+// 1.10x and an 8-sequence batch 1.06x faster with one run (2 threads, AMD EPYC with AVX-512,
+// the two builds alternated in one process, 2026-12-04).
+int64_t row_chunks(int64_t num_rows, int num_threads) {
+  const int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(num_threads, num_rows / kMinChunkRows));
+  return std::min(wanted, (num_rows + kRowAlign - 1) / kRowAlign);
+}
+
+std::pair<int64_t, int64_t> row_chunk(int64_t num_rows, int64_t num_chunks, int64_t chunk) {
+  const int64_t blocks = (num_rows + kRowAlign - 1) / kRowAlign;
+  return {std::min(num_rows, blocks * chunk / num_chunks * kRowAlign),
+          std::min(num_rows, blocks * (chunk + 1) / num_chunks * kRowAlign)};
+}
+
+namespace {
+
+// fn(start, stop) for each chunk of rows, claimed dynamically (a thread that starts late takes
+// what is left). The threads are OpenMP's: built with -fopenmp, this library needs
+// libgomp.so.1, and when torch is imported first (mcp.engine.kernels imports it) the loader
+// hands it torch's own copy, so the kernels and torch's ops run on one team of threads instead
+// of two teams spinning against each other on the same cores.
 template <class Fn>
 void parallel_rows(int64_t num_rows, int num_threads, const Fn& fn) {
-  constexpr int64_t align = 8, min_rows = 64;
-  const int64_t wanted = std::max<int64_t>(1, std::min<int64_t>(num_threads, num_rows / min_rows));
-  const int64_t blocks = (num_rows + align - 1) / align;
-  const int64_t num_chunks = std::min(wanted, blocks);
+  const int64_t num_chunks = row_chunks(num_rows, num_threads);
   auto chunk_rows = [&](int64_t chunk) {
-    const int64_t start = std::min(num_rows, blocks * chunk / num_chunks * align);
-    const int64_t stop = std::min(num_rows, blocks * (chunk + 1) / num_chunks * align);
+    const auto [start, stop] = row_chunk(num_rows, num_chunks, chunk);
     if (start < stop) fn(start, stop);
   };
   // GNU OpenMP is not fork-safe: a forked child runs the kernels on its calling thread alone.
@@ -394,8 +408,7 @@ void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, 
   }
 }
 
-void matmul(const MatmulArgs& input, int num_threads) {
-  const Isa isa = current_isa();
+MatmulArgs prepare_matmul(const MatmulArgs& input) {
   MatmulArgs args = input;
   static thread_local std::vector<float> sums, x_scales;
   static thread_local std::vector<int8_t> xq;
@@ -414,30 +427,37 @@ void matmul(const MatmulArgs& input, int num_threads) {
     args.xq = xq.data();
     args.x_scales = x_scales.data();
   }
-  parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) {
-    if (args.x_digits > 0) {
-      switch (isa) {
+  return args;
+}
+
+void matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1) {
+  if (args.x_digits > 0) {
+    switch (current_isa()) {
 #if defined(__x86_64__)
-        case Isa::kAvx512:
-          if (has_vnni()) {
-            vnni::matmul_int_dots(args, n0, n1);
-            break;
-          }
-          [[fallthrough]];
-        case Isa::kAvx2: avx2::matmul_int_dots(args, n0, n1); break;
+      case Isa::kAvx512:
+        if (has_vnni()) {
+          vnni::matmul_int_dots(args, n0, n1);
+          break;
+        }
+        [[fallthrough]];
+      case Isa::kAvx2: avx2::matmul_int_dots(args, n0, n1); break;
 #endif
-        default: scalar::matmul_int_dots(args, n0, n1);
-      }
-      return;
+      default: scalar::matmul_int_dots(args, n0, n1);
     }
-    switch (isa) {
+    return;
+  }
+  switch (current_isa()) {
 #if defined(__x86_64__)
-      case Isa::kAvx512: avx512::matmul(args, n0, n1); break;
-      case Isa::kAvx2: avx2::matmul(args, n0, n1); break;
+    case Isa::kAvx512: avx512::matmul(args, n0, n1); break;
+    case Isa::kAvx2: avx2::matmul(args, n0, n1); break;
 #endif
-      default: scalar::matmul(args, n0, n1);
-    }
-  });
+    default: scalar::matmul(args, n0, n1);
+  }
+}
+
+void matmul(const MatmulArgs& input, int num_threads) {
+  const MatmulArgs args = prepare_matmul(input);  // once, in the calling thread; every worker reads it
+  parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) { matmul_rows(args, n0, n1); });
 }
 
 void dequantize(const DequantArgs& args, int num_threads) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <utility>
 
 namespace mcp_kernels {
 
@@ -104,6 +105,16 @@ const char* isa_name();
 bool set_isa(const char* name);
 
 void matmul(const MatmulArgs& args, int num_threads);
+// matmul() in two parts, for callers that share the rows among threads of their own:
+// prepare_matmul fills what every row needs from x (its group sums, and its int8 digits for
+// integer dots) into buffers of the calling thread, valid until its next call there, and
+// matmul_rows computes output columns [n0, n1) of every row with them.
+MatmulArgs prepare_matmul(const MatmulArgs& args);
+void matmul_rows(const MatmulArgs& prepared, int64_t n0, int64_t n1);
+// How matmul shares N rows among num_threads threads: row_chunks(N, num_threads) chunks,
+// chunk c covering rows row_chunk(N, chunks, c) (whole 8-row blocks, at least 64 rows each).
+int64_t row_chunks(int64_t num_rows, int num_threads);
+std::pair<int64_t, int64_t> row_chunk(int64_t num_rows, int64_t num_chunks, int64_t chunk);
 // x [M, K] -> codes q [M, K] and scales d [M, K/32]: per group d = max|x| / 127 and
 // q = round-half-even(x * (1 / d)), so x ≈ d * q with |x - d * q| <= d / 2 (q = 0 where d = 0).
 void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, float* d);
