@@ -149,12 +149,13 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
       attend(d, layer, rows, s.qkv.data(), task / d.heads, task % d.heads, s.scores.data() + task * max_len,
              s.attn.data() + task * d.head_dim);
   team.barrier();
-  project(team, layer.o, s.attn.data(), M, s.proj.data(), x_digits, H,
-          [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
-            matmul_rows(a, n0, n1);
-            for (int64_t m = 0; m < M; ++m)
-              for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
-          });
+  // o and down: columns [n0, n1) of the projection, added to the residual stream x there
+  const auto add_to_x = [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
+    matmul_rows(a, n0, n1);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
+  };
+  project(team, layer.o, s.attn.data(), M, s.proj.data(), x_digits, H, add_to_x);
   team.barrier();
   rms_norm(rows.x, layer.post_norm, M, H, d.eps, normed.data());
   // gate rows [i0, i1) and their up rows [I + i0, I + i1) in one thread, SwiGLU on them there
@@ -169,12 +170,7 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
             }
           });
   team.barrier();
-  project(team, layer.down, s.act.data(), M, s.proj.data(), x_digits, H,
-          [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
-            matmul_rows(a, n0, n1);
-            for (int64_t m = 0; m < M; ++m)
-              for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
-          });
+  project(team, layer.down, s.act.data(), M, s.proj.data(), x_digits, H, add_to_x);
   team.barrier();  // the next layer's norm reads every column of x
 }
 
