@@ -331,16 +331,6 @@ void parallel_rows(int64_t num_rows, int num_threads, const Fn& fn) {
 
 }  // namespace
 
-void parallel_tasks(int64_t num_tasks, int num_threads, const std::function<void(int64_t)>& fn) {
-  static const pid_t parent = getpid();  // GNU OpenMP is not fork-safe (see parallel_rows)
-  if (num_threads <= 1 || num_tasks <= 1 || getpid() != parent) {
-    for (int64_t task = 0; task < num_tasks; ++task) fn(task);
-    return;
-  }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(num_threads)
-  for (int64_t task = 0; task < num_tasks; ++task) fn(task);
-}
-
 float dot_f32(const float* a, const float* b, int64_t n) {
   switch (current_isa()) {
 #if defined(__x86_64__)

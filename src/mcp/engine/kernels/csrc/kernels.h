@@ -120,8 +120,6 @@ std::pair<int64_t, int64_t> row_chunk(int64_t num_rows, int64_t num_chunks, int6
 void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, float* d);
 void dequantize(const DequantArgs& args, int num_threads);
 
-// fn(task) for every task in [0, num_tasks), spread over OpenMP threads (torch's team).
-void parallel_tasks(int64_t num_tasks, int num_threads, const std::function<void(int64_t)>& fn);
 // sum a[i] * b[i], and y += alpha * x, on the current instruction set.
 float dot_f32(const float* a, const float* b, int64_t n);
 void axpy_f32(float alpha, const float* x, float* y, int64_t n);
