@@ -113,6 +113,18 @@ def test_thread_count_does_not_change_the_result():
     assert torch.equal(one, four)  # each output is one row's own sum, however rows are split
 
 
+@pytest.mark.parametrize("kind", ["int4", "int8"])
+def test_a_rows_product_does_not_depend_on_the_tile_it_falls_in(isa, kind):
+    # 61 rows: the one-row dot takes them in tiles of 12 (Intel AVX-512) or 4, then the rest
+    # one at a time; each row keeps its own accumulator, so the bits match a matrix of one row
+    matrix = random_matrix(kind, 61, 576, seed=3, qparams_dtype=torch.float16)
+    x = torch.randn(1, 576, generator=torch.Generator().manual_seed(4))
+    whole = matrix.matmul(x)
+    for row in range(61):
+        alone = QuantMatrix(matrix.kind, matrix.codes[row:row + 1], matrix.qparams[row:row + 1]).matmul(x)
+        assert torch.equal(alone[0, 0], whole[0, row]), row
+
+
 def test_calls_from_several_threads_at_once():
     matrix = random_matrix("int4", 512, 256, seed=7)
     inputs = [torch.randn(2, 256, generator=torch.Generator().manual_seed(i)) for i in range(8)]
