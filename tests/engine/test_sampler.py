@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mcp.engine import sampler as sampler_module
-from mcp.engine.sampler import Sampler, SampledToken, SamplingParams, apply_penalties, filter_logits
+from mcp.engine.sampler import Sampler, SampledToken, SamplingParams, apply_penalties, filter_logits, first_argmax
 from mcp.runtime.errors import InvalidRequestError
 
 # Probabilities 0.5, 0.3, 0.15, 0.05 (sum 1), as logits.
@@ -37,6 +37,18 @@ def test_greedy_picks_argmax_and_lowest_id_on_ties() -> None:
     assert greedy.sample(logits, [], []).token_id == int(logits.argmax())
     tied = torch.tensor([0.0, 3.0, 1.0, 3.0, 3.0])
     assert greedy.sample(tied, [], []).token_id == 1
+
+
+def test_first_argmax_is_torch_argmax_ties_nan_and_views_included() -> None:
+    for seed in range(20):
+        logits = random_logits(seed, 49152)
+        assert first_argmax(logits) == int(torch.argmax(logits))
+    assert first_argmax(torch.tensor([2.0, 5.0, 5.0, -1.0])) == 1  # the first of a tie
+    assert first_argmax(torch.tensor([1.0, math.nan, 9.0, math.nan])) == 1  # NaN is the max
+    assert first_argmax(torch.tensor([-math.inf, -math.inf])) == 0
+    rows = torch.tensor([[0.0, 7.0], [3.0, 1.0], [2.0, 9.0]])
+    assert first_argmax(rows[:, 1]) == 2  # a strided view
+    assert first_argmax(torch.tensor([1.0, 4.0, 2.0], dtype=torch.float64).cumsum(0)) == 2
 
 
 def test_same_seed_same_tokens_different_seeds_differ() -> None:

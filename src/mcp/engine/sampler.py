@@ -195,6 +195,15 @@ def _top_p(logits: torch.Tensor, ids: torch.Tensor, top_p: float) -> tuple[torch
     return values[:num_keep], ids[order[:num_keep]]
 
 
+def first_argmax(values: torch.Tensor) -> int:
+    """The index of the first largest value of a 1-D tensor (of the first NaN if any), as
+    ``torch.argmax`` gives it. numpy's on the CPU: ~3 us over a 49k vocabulary where torch's
+    takes ~70 (2 threads, torch 2.13), which was 1.5% of a batch-1 decode token."""
+    if values.device.type == "cpu":
+        return int(values.numpy().argmax())
+    return int(values.argmax())
+
+
 class Sampler:
     """Picks tokens for one sequence with its own random generator (seeded from ``params.seed``)."""
 
@@ -215,7 +224,7 @@ class Sampler:
         logits = logits.float()
         processed = apply_penalties(logits, prompt_ids, generated_ids, self.params)
         if self.params.temperature == 0.0:
-            token_id = int(processed.argmax())
+            token_id = first_argmax(processed)
         else:
             candidates, ids = filter_logits(processed, self.params)
             token_id = int(ids[self._draw(candidates)])
@@ -227,10 +236,13 @@ class Sampler:
         One random number instead of ``torch.multinomial``'s per-call setup: about 30x less
         time on a 49k vocabulary on CPU, with the same seeded reproducibility.
         """
-        cdf = torch.softmax(logits.double(), dim=-1).cumsum(dim=-1)  # [n]
+        # filter_logits shifted the logits by their max, which every filter keeps: exp() of
+        # them lies in (0, 1] with one term 1, so the unnormalized CDF needs no softmax (half
+        # the time of softmax + cumsum over a 49k vocabulary on CPU).
+        cdf = torch.exp(logits.double()).cumsum(dim=-1)  # [n]
         u = torch.rand(1, dtype=torch.float64, device=logits.device, generator=self.generator)
         index = torch.searchsorted(cdf, u * cdf[-1], right=True)[0]
-        return torch.minimum(index, cdf.argmax())  # rounding can never pick a zero-probability tail
+        return torch.clamp(index, max=first_argmax(cdf))  # rounding can never pick a zero-probability tail
 
     def _result(self, raw_logits: torch.Tensor, token_id: int) -> SampledToken:
         num_top = self.params.logprobs
