@@ -12,7 +12,7 @@ An A/A run (one build against its own copy) measured 0.98-1.02x. Numbers, not a 
     cp src/mcp/engine/kernels/_cpu.*.so /tmp/before.so      # then change the kernels, and
     .venv/bin/python setup.py -q build_ext --inplace --force && cp src/mcp/engine/kernels/_cpu.*.so /tmp/after.so
     .venv/bin/python benchmarks/kernels_ab.py /tmp/before.so /tmp/after.so [--mode decode|prefill|batch]
-        [--rounds 15] [--tokens 48] [--prompt-words 60] [--batch 8] [--threads 2]
+        [--rounds 15] [--tokens 48] [--prompt-words 60] [--context-words 0] [--batch 8] [--threads 2]
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--tokens", type=int, default=48, help="decode: tokens per request")
     parser.add_argument("--prompt-words", type=int, default=60, help="prefill: words of raw prompt")
+    parser.add_argument("--context-words", type=int, default=0,
+                        help="decode: after a raw prompt of this many words (a long context), not the short one")
     parser.add_argument("--batch", type=int, default=8, help="batch: sequences, 16 tokens each")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
@@ -77,8 +79,10 @@ def _load_build(path: Path, copy: Path):
 def _measurement(model, args: argparse.Namespace):
     """A function that runs one request and returns its milliseconds (per token for decode)."""
     if args.mode == "decode":
+        prompt = " ".join(f"word{i}" for i in range(args.context_words)) or "The capital of France is"
+
         def decode() -> float:
-            out = model.infer("The capital of France is", raw=True, max_tokens=args.tokens, **GREEDY)
+            out = model.infer(prompt, raw=True, max_tokens=args.tokens, **GREEDY)
             return (out.timings.total_s - out.timings.ttft_s) / (out.usage.completion_tokens - 1) * 1e3
         return decode
     if args.mode == "prefill":

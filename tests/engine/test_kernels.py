@@ -125,6 +125,40 @@ def test_a_rows_product_does_not_depend_on_the_tile_it_falls_in(isa, kind):
         assert torch.equal(alone[0, 0], whole[0, row]), row
 
 
+@pytest.mark.parametrize("heads, kv_heads, head_dim", [(9, 3, 64), (3, 3, 64), (4, 1, 256), (8, 2, 128),
+                                                     (2, 1, 32), (4, 2, 80), (2, 2, 16)])
+@pytest.mark.parametrize("last", [0, 17, 89])
+def test_paged_attention_is_the_softmax_over_the_visible_positions(isa, heads, kv_heads, head_dim, last):
+    # head sizes that keep the output in registers (16 to 256 lanes) and one that does not (80),
+    # groups of 1 to 4 query heads per kv head, a dropped block, tails of every length
+    g = torch.Generator().manual_seed(heads * 1000 + head_dim + last)
+    keys = torch.randn(12, 16, kv_heads, head_dim, generator=g)
+    values = torch.randn(12, 16, kv_heads, head_dim, generator=g)
+    q = torch.randn(heads, head_dim, generator=g) * 2
+    table = torch.tensor([7, 2, -1, 10, 0, 5])  # positions 32..47 dropped by the window
+    got = kernels.paged_attention(q, keys, values, table, last)
+    visible = [t for t in range(last + 1) if table[t // 16] >= 0]
+    k = torch.stack([keys[table[t // 16], t % 16] for t in visible]).double()  # [T, kv_heads, D]
+    v = torch.stack([values[table[t // 16], t % 16] for t in visible]).double()
+    group = heads // kv_heads
+    for h in range(heads):
+        weights = torch.softmax(k[:, h // group] @ q[h].double() / head_dim ** 0.5, dim=0)
+        assert (got[h].double() - weights @ v[:, h // group]).abs().max() < 1e-5, h
+
+
+def test_paged_attention_refuses_what_it_cannot_read():
+    keys = torch.zeros(4, 16, 2, 64)
+    q = torch.zeros(4, 64)
+    with pytest.raises(ValueError, match=r"table holds a block outside -1\.\.3"):
+        kernels.paged_attention(q, keys, keys, torch.tensor([1, 4]), 20)
+    with pytest.raises(ValueError, match="position 20 is in a dropped block"):
+        kernels.paged_attention(q, keys, keys, torch.tensor([1, -1]), 20)
+    with pytest.raises(ValueError, match="last position 40 is outside the table's 32 positions"):
+        kernels.paged_attention(q, keys, keys, torch.tensor([1, 2]), 40)
+    with pytest.raises(ValueError, match="3 query heads do not share 2 kv heads evenly"):
+        kernels.paged_attention(torch.zeros(3, 64), keys, keys, torch.tensor([1, 2]), 3)
+
+
 def test_calls_from_several_threads_at_once():
     matrix = random_matrix("int4", 512, 256, seed=7)
     inputs = [torch.randn(2, 256, generator=torch.Generator().manual_seed(i)) for i in range(8)]

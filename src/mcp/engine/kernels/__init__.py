@@ -167,6 +167,41 @@ class QuantMatrix:
                            join_rows([p.qparams.to(dtype) for p in parts]))
 
 
+def paged_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, table: torch.Tensor,
+                    last: int) -> torch.Tensor:
+    """One row's attention as the native decode step computes it: q [heads, D] against the
+    positions 0..``last`` of a paged cache keys/values [num_blocks, block_size, kv_heads, D]
+    through ``table`` [max_blocks] (int64 block ids; -1: a dropped block, hidden), each kv
+    head shared by heads / kv_heads consecutive query heads. softmax(q . k / sqrt(D)) . v per
+    head -> [heads, D], float32."""
+    tensors = {"q": q, "keys": keys, "values": values}
+    for name, tensor in tensors.items():
+        if tensor.dtype != torch.float32 or not tensor.is_cpu or not tensor.is_contiguous():
+            raise ValueError(f"{name} must be a contiguous CPU float32 tensor, got {tensor.dtype} on {tensor.device}")
+    if keys.dim() != 4 or values.shape != keys.shape or q.dim() != 2 or q.shape[1] != keys.shape[3]:
+        raise ValueError(f"keys and values must be [num_blocks, block_size, kv_heads, D] alike and q [heads, D]; "
+                         f"got {list(keys.shape)}, {list(values.shape)}, {list(q.shape)}")
+    num_blocks, block_size, kv_heads, head_dim = keys.shape
+    heads = q.shape[0]
+    if heads % kv_heads:
+        raise ValueError(f"{heads} query heads do not share {kv_heads} kv heads evenly")
+    if table.dtype != torch.int64 or table.dim() != 1 or not table.is_contiguous():
+        raise ValueError(f"table must be a contiguous int64 vector of block ids, got {table.dtype} {list(table.shape)}")
+    if not 0 <= last < table.numel() * block_size:
+        raise ValueError(f"last position {last} is outside the table's {table.numel() * block_size} positions")
+    visible = table[:last // block_size + 1]
+    if bool(((visible < -1) | (visible >= num_blocks)).any()) or int(visible[-1]) < 0:
+        raise ValueError(f"table holds a block outside -1..{num_blocks - 1}, or position {last} is in a dropped block")
+    group = heads // kv_heads
+    out = torch.empty(heads, head_dim)
+    scores = torch.empty(group, last + 1)
+    for kv_head in range(kv_heads):
+        _require().attend_group(q[kv_head * group:].data_ptr(), keys.data_ptr(), values.data_ptr(), table.data_ptr(),
+                                block_size, kv_heads, kv_head, group, head_dim, last, scores.data_ptr(),
+                                out[kv_head * group:].data_ptr())
+    return out
+
+
 def join_rows(tensors: list[torch.Tensor]) -> torch.Tensor:
     """``torch.cat(tensors)`` (along the first dimension), without copying when the tensors
     already lie back to back in one storage: then the result is a view of it. A ``.mcp``

@@ -64,37 +64,15 @@ void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& r
   std::copy(row + (d.heads + d.kv_heads) * D, row + width, layer.values + slot);
 }
 
-// Head h of row m: softmax(q . k_t / sqrt(D)) over the row's visible positions t <= p, times v_t.
+// The query heads of row m that share kv head kv_head: softmax(q . k_t / sqrt(D)) over the
+// row's visible positions t <= p, times v_t, each; scores [heads / kv_heads, max_len].
 void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, const float* qkv, int64_t m,
-            int64_t h, float* scores, float* out) {
-  const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D;
-  const int64_t kv_head = h / (d.heads / d.kv_heads), p = rows.positions[m];
-  const float* q = qkv + m * width + h * D;
-  const int64_t* table = rows.tables + m * rows.max_blocks;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
-  float peak = -INFINITY;
-  for (int64_t t = 0; t <= p; ++t) {
-    const int64_t block = table[t / d.block_size];
-    if (block < 0) {  // dropped by the sliding window: hidden
-      scores[t] = -INFINITY;
-      continue;
-    }
-    const float* key = layer.keys + ((block * d.block_size + t % d.block_size) * d.kv_heads + kv_head) * D;
-    scores[t] = dot_f32(q, key, D) * scale;
-    peak = std::max(peak, scores[t]);
-  }
-  float total = 0.0f;
-  for (int64_t t = 0; t <= p; ++t) {
-    scores[t] = scores[t] == -INFINITY ? 0.0f : std::exp(scores[t] - peak);
-    total += scores[t];
-  }
-  std::fill(out, out + D, 0.0f);
-  for (int64_t t = 0; t <= p; ++t) {
-    if (scores[t] == 0.0f) continue;
-    const int64_t block = table[t / d.block_size];
-    axpy_f32(scores[t] / total, layer.values + ((block * d.block_size + t % d.block_size) * d.kv_heads + kv_head) * D,
-             out, D);
-  }
+            int64_t kv_head, float* scores, float* out) {
+  const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D, group = d.heads / d.kv_heads;
+  attend_group(GroupAttention{qkv + m * width + kv_head * group * D, layer.keys, layer.values,
+                              rows.tables + m * rows.max_blocks, d.block_size, d.kv_heads, kv_head, group, D,
+                              rows.positions[m], 1.0f / std::sqrt(static_cast<float>(D))},
+               scores, out);
 }
 
 // The threads of one step: a step runs inside one OpenMP parallel region, its phases
@@ -144,10 +122,13 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
   for (int64_t m = 0; m < M; ++m)
     if (team.mine(m)) rope_and_write(d, layer, rows, s.qkv.data(), m);
   team.barrier();  // a chunk's rows attend to each other's keys: all written first
-  for (int64_t task = 0; task < M * d.heads; ++task)
-    if (team.mine(task))
-      attend(d, layer, rows, s.qkv.data(), task / d.heads, task % d.heads, s.scores.data() + task * max_len,
-             s.attn.data() + task * d.head_dim);
+  const int64_t group = d.heads / d.kv_heads;  // query heads per kv head, consecutive
+  for (int64_t task = 0; task < M * d.kv_heads; ++task)
+    if (team.mine(task)) {
+      const int64_t m = task / d.kv_heads, first_head = m * d.heads + task % d.kv_heads * group;
+      attend(d, layer, rows, s.qkv.data(), m, task % d.kv_heads, s.scores.data() + first_head * max_len,
+             s.attn.data() + first_head * d.head_dim);
+    }
   team.barrier();
   // o and down: columns [n0, n1) of the projection, added to the residual stream x there
   const auto add_to_x = [&](const MatmulArgs& a, int64_t n0, int64_t n1) {

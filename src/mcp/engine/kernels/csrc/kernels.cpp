@@ -65,6 +65,15 @@ struct Isa {
   static V set1(float v) { return _mm512_set1_ps(v); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V fmax(V a, V b) { return _mm512_max_ps(a, b); }
+  // exp_nonpositive's parts (vec.inc): n = round(v), p * 2^n (scalef: denormal or 0 where
+  // n is far below -126), and 0 in the lanes where x is -inf
+  static V round_nearest(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V times_pow2(V p, V n) { return _mm512_scalef_ps(p, n); }
+  static V zero_where_minus_inf(V x, V value) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-INFINITY), _CMP_NEQ_UQ), value);
+  }
   static void int4_codes(const uint8_t* p, V* q) {
     const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m128i low = _mm_set1_epi8(0x0f);
@@ -125,6 +134,18 @@ struct Isa {
   static V set1(float v) { return _mm256_set1_ps(v); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V fmax(V a, V b) { return _mm256_max_ps(a, b); }
+  static V round_nearest(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  // 2^n built in the exponent field: exact for n >= -126, which exp_nonpositive's clamp of x
+  // at -87.3 keeps (below it exp is under 2^-126: a normal 2^-126-ish value stands for it)
+  static V times_pow2(V p, V n) {
+    const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(exponent));
+  }
+  static V zero_where_minus_inf(V x, V value) {
+    return _mm256_and_ps(_mm256_cmp_ps(x, _mm256_set1_ps(-INFINITY), _CMP_NEQ_UQ), value);
+  }
   // Each 8 bytes widened straight from memory to int32 lanes (one vpmovzxbd), then the low
   // nibbles masked and the high ones shifted down: 10 operations a group where unpacking the
   // 16 bytes first took 13 (the nibbles land in the same lanes as before).
@@ -220,6 +241,11 @@ struct Isa {
   static V set1(float v) { return v; }
   static V mul(V a, V b) { return a * b; }
   static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V fmax(V a, V b) { return std::max(a, b); }
+  static V round_nearest(V v) { return std::nearbyint(v); }
+  static V times_pow2(V p, V n) { return std::ldexp(p, static_cast<int>(n)); }
+  static V zero_where_minus_inf(V x, V value) { return x == -INFINITY ? 0.0f : value; }
   static void int4_codes(const uint8_t* p, V* q) {
     for (int j = 0; j < kGroup / 2; ++j) {
       q[j] = static_cast<float>(p[j] & 0x0f);
@@ -361,13 +387,13 @@ float dot_f32(const float* a, const float* b, int64_t n) {
   }
 }
 
-void axpy_f32(float alpha, const float* x, float* y, int64_t n) {
+void attend_group(const GroupAttention& a, float* scores, float* out) {
   switch (current_isa()) {
 #if defined(__x86_64__)
-    case Isa::kAvx512: avx512::axpy_f32(alpha, x, y, n); break;
-    case Isa::kAvx2: avx2::axpy_f32(alpha, x, y, n); break;
+    case Isa::kAvx512: avx512::attend_group(a, scores, out); break;
+    case Isa::kAvx2: avx2::attend_group(a, scores, out); break;
 #endif
-    default: scalar::axpy_f32(alpha, x, y, n);
+    default: scalar::attend_group(a, scores, out);
   }
 }
 

@@ -120,8 +120,22 @@ std::pair<int64_t, int64_t> row_chunk(int64_t num_rows, int64_t num_chunks, int6
 void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, float* d);
 void dequantize(const DequantArgs& args, int num_threads);
 
-// sum a[i] * b[i], and y += alpha * x, on the current instruction set.
+// sum a[i] * b[i] on the current instruction set.
 float dot_f32(const float* a, const float* b, int64_t n);
-void axpy_f32(float alpha, const float* x, float* y, int64_t n);
+
+// The query heads of one row that share one kv head (grouped-query attention) against a paged
+// cache [num_blocks, block_size, kv_heads, D]: positions 0..last through the row's block
+// table (-1: a block the sliding window dropped, hidden).
+struct GroupAttention {
+  const float* q;  // [heads, D]
+  const float* keys;
+  const float* values;
+  const int64_t* table;
+  int64_t block_size, kv_heads, kv_head, heads, D, last;
+  float scale;  // of the scores: 1 / sqrt(D)
+};
+// out [heads, D] = softmax(q_g . k_t * scale) . v_t over the visible t, per head g;
+// scores [heads, last + 1] is scratch.
+void attend_group(const GroupAttention& a, float* scores, float* out);
 
 }  // namespace mcp_kernels

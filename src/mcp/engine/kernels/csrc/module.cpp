@@ -6,6 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cmath>
 #include <vector>
 
 #include "decode.h"
@@ -149,6 +150,22 @@ PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// attend_group(q, keys, values, table, block_size, kv_heads, kv_head, heads, D, last, scores, out):
+// one row's query heads that share a kv head, as the decode step attends (the Python wrapper,
+// mcp.engine.kernels.paged_attention, checks every shape and block id)
+PyObject* py_attend_group(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  long long v[12];
+  if (!read_ints(args, nargs, 12, v)) return nullptr;
+  const mcp_kernels::GroupAttention a{reinterpret_cast<const float*>(v[0]), reinterpret_cast<const float*>(v[1]),
+                                      reinterpret_cast<const float*>(v[2]), reinterpret_cast<const int64_t*>(v[3]),
+                                      v[4], v[5], v[6], v[7], v[8], v[9],
+                                      1.0f / std::sqrt(static_cast<float>(v[8]))};
+  Py_BEGIN_ALLOW_THREADS
+  mcp_kernels::attend_group(a, reinterpret_cast<float*>(v[10]), reinterpret_cast<float*>(v[11]));
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 PyObject* py_isa(PyObject*, PyObject*) { return PyUnicode_FromString(mcp_kernels::isa_name()); }
 
 PyObject* py_set_isa(PyObject*, PyObject* name) {
@@ -166,6 +183,8 @@ PyMethodDef methods[] = {
      "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
     {"decode_step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_decode_step)), METH_FASTCALL,
      "one decode step of a Llama decoder over a paged KV cache (raw pointers; see mcp.engine.models.llama_step)"},
+    {"attend_group", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_attend_group)), METH_FASTCALL,
+     "grouped-query attention of one row over a paged KV cache (raw pointers; see mcp.engine.kernels)"},
     {"isa", py_isa, METH_NOARGS, "the instruction set the kernels use"},
     {"set_isa", py_set_isa, METH_O, "force an instruction set: avx512, avx2 or scalar; False if unsupported"},
     {nullptr, nullptr, 0, nullptr},
