@@ -11,7 +11,7 @@ so each decode has the machine to itself, and neighbouring rounds see the same h
 Prints each engine's median tok/s with min/max, the median of the per-round ratios, and in
 how many rounds ours was the faster. Numbers, not a test.
 
-    .venv/bin/python benchmarks/decode_interleaved.py [--rounds 15] [--tokens 128] [--threads 2]
+    .venv/bin/python benchmarks/decode_interleaved.py [--rounds 15] [--tokens 128] [--threads 2] [--context-words 0]
 """
 
 from __future__ import annotations
@@ -37,14 +37,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--context-words", type=int, default=0,
+                        help="decode after a raw prompt of this many words (a long context) instead of the short one")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rounds < 1 or args.tokens < 2 or args.threads < 1:
         parser.error("--rounds must be at least 1, --tokens at least 2, --threads at least 1")
+    prompt = context_prompt(args.context_words)
     if args.worker:
-        serve(args.worker, args.tokens, args.threads)
+        serve(args.worker, prompt, args.tokens, args.threads)
         return
-    workers = {name: Worker(name, args.tokens, args.threads) for name in ENGINES}
+    workers = {name: Worker(name, args.tokens, args.threads, args.context_words) for name in ENGINES}
     try:
         rates = {name: [] for name in ENGINES}
         order = random.Random(0)
@@ -60,10 +63,11 @@ def main() -> None:
 class Worker:
     """One engine in a subprocess: loaded and warmed up once, then one decode per request."""
 
-    def __init__(self, name: str, tokens: int, threads: int) -> None:
+    def __init__(self, name: str, tokens: int, threads: int, context_words: int) -> None:
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false",
                "HF_HUB_OFFLINE": "1"}
-        command = [sys.executable, __file__, "--worker", name, "--tokens", str(tokens), "--threads", str(threads)]
+        command = [sys.executable, __file__, "--worker", name, "--tokens", str(tokens), "--threads", str(threads),
+                   "--context-words", str(context_words)]
         self.name = name
         self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self._expect("ready")
@@ -87,9 +91,15 @@ class Worker:
         return line[len(key):].strip()
 
 
-def serve(engine: str, tokens: int, threads: int) -> None:
+def context_prompt(words: int) -> str:
+    """The prompt decoded after: the benchmark's short one, or ``words`` words of raw text
+    (about 3.8 tokens a word with SmolLM2's tokenizer: 600 words are 2,290 tokens)."""
+    return " ".join(f"word{i}" for i in range(words)) if words else DECODE_PROMPTS[0]
+
+
+def serve(engine: str, prompt: str, tokens: int, threads: int) -> None:
     """The worker: load, warm up, then answer each ``decode`` line on stdin with ``tps <rate>``."""
-    decode = _ours(tokens, threads) if engine == "ours" else _llamacpp(tokens, threads)
+    decode = _ours(prompt, tokens, threads) if engine == "ours" else _llamacpp(prompt, tokens, threads)
     decode()  # warm-up
     print("ready", flush=True)
     for line in sys.stdin:
@@ -97,7 +107,7 @@ def serve(engine: str, tokens: int, threads: int) -> None:
             print(f"tps {decode():.3f}", flush=True)
 
 
-def _ours(tokens: int, threads: int):
+def _ours(prompt: str, tokens: int, threads: int):
     import torch
 
     from enginebench.ours import decode_tps
@@ -107,23 +117,24 @@ def _ours(tokens: int, threads: int):
     torch.set_num_threads(threads)
     session = Session(RuntimeConfig(device="cpu", num_threads=threads))
     model = session.load_model(catalog.DEFAULT_MODEL)
-    return lambda: decode_tps(model, DECODE_PROMPTS[0], tokens)
+    return lambda: decode_tps(model, prompt, tokens)
 
 
-def _llamacpp(tokens: int, threads: int):
+def _llamacpp(prompt: str, tokens: int, threads: int):
     import numpy
 
     from enginebench.llamacpp import decode_tps, load
     from mcp.modelfile import catalog
 
-    llm = load(str(catalog.fetch_source(catalog.DEFAULT_MODEL)), tokens + 64, threads)
-    return lambda: decode_tps(llm, DECODE_PROMPTS[0], tokens, numpy)
+    llm = load(str(catalog.fetch_source(catalog.DEFAULT_MODEL)), tokens + 64 + 5 * len(prompt.split()), threads)
+    return lambda: decode_tps(llm, prompt, tokens, numpy)
 
 
 def report(rates: dict[str, list[float]], args: argparse.Namespace) -> None:
     ratios = [ours / peer for ours, peer in zip(rates["ours"], rates["llamacpp"])]
     wins = sum(ratio > 1 for ratio in ratios)
-    print(f"batch-1 decode, {args.tokens} tokens after {DECODE_PROMPTS[0]!r}, greedy, {args.threads} threads, "
+    after = f"a {args.context_words}-word raw prompt" if args.context_words else repr(DECODE_PROMPTS[0])
+    print(f"batch-1 decode, {args.tokens} tokens after {after}, greedy, {args.threads} threads, "
           f"{args.rounds} rounds, engines in turn (order shuffled per round)")
     for name in ENGINES:
         values = rates[name]
