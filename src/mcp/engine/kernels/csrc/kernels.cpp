@@ -67,8 +67,8 @@ struct Isa {
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V fmax(V a, V b) { return _mm512_max_ps(a, b); }
-  // exp_nonpositive's parts (vec.inc): n = round(v), p * 2^n (scalef: denormal or 0 where
-  // n is far below -126), and 0 in the lanes where x is -inf
+  // exp_nonpositive's parts (vec.inc): n = round(v), p * 2^n (n >= -126 after its clamp),
+  // and 0 in the lanes where x is -inf
   static V round_nearest(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static V times_pow2(V p, V n) { return _mm512_scalef_ps(p, n); }
   static V zero_where_minus_inf(V x, V value) {
