@@ -27,7 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from enginebench.spec import DECODE_PROMPTS  # noqa: E402
+from enginebench.spec import DECODE_PROMPTS, numbered_words  # noqa: E402
 
 ENGINES = ("ours", "llamacpp")
 
@@ -92,9 +92,8 @@ class Worker:
 
 
 def context_prompt(words: int) -> str:
-    """The prompt decoded after: the benchmark's short one, or ``words`` words of raw text
-    (about 3.8 tokens a word with SmolLM2's tokenizer: 600 words are 2,290 tokens)."""
-    return " ".join(f"word{i}" for i in range(words)) if words else DECODE_PROMPTS[0]
+    """The prompt decoded after: the benchmark's short one, or ``words`` words of raw text."""
+    return numbered_words(words) if words else DECODE_PROMPTS[0]
 
 
 def serve(engine: str, prompt: str, tokens: int, threads: int) -> None:

@@ -22,15 +22,19 @@ import importlib.util
 import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
 
-from mcp.engine import kernels
-from mcp.modelfile import catalog
-from mcp.runtime import RuntimeConfig, Session
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from enginebench.spec import numbered_words  # noqa: E402
+from mcp.engine import kernels  # noqa: E402
+from mcp.modelfile import catalog  # noqa: E402
+from mcp.runtime import RuntimeConfig, Session  # noqa: E402
 
 GREEDY = {"temperature": 0.0, "ignore_eos": True}
 
@@ -79,14 +83,14 @@ def _load_build(path: Path, copy: Path):
 def _measurement(model, args: argparse.Namespace):
     """A function that runs one request and returns its milliseconds (per token for decode)."""
     if args.mode == "decode":
-        prompt = " ".join(f"word{i}" for i in range(args.context_words)) or "The capital of France is"
+        prompt = numbered_words(args.context_words) or "The capital of France is"
 
         def decode() -> float:
             out = model.infer(prompt, raw=True, max_tokens=args.tokens, **GREEDY)
             return (out.timings.total_s - out.timings.ttft_s) / (out.usage.completion_tokens - 1) * 1e3
         return decode
     if args.mode == "prefill":
-        text = " ".join(f"word{i}" for i in range(args.prompt_words))
+        text = numbered_words(args.prompt_words)
 
         def prefill() -> float:
             started = time.perf_counter()

@@ -103,6 +103,12 @@ class WorkerSpec:
         return cls(settings=Settings(**settings), **data)
 
 
+def numbered_words(count: int) -> str:
+    """``count`` words of raw text, "word0 word1 ...": a long prompt of a known size (about
+    3.8 tokens a word with SmolLM2's tokenizer: 600 words are 2,290 tokens)."""
+    return " ".join(f"word{i}" for i in range(count))
+
+
 def build_prompts(tokenizer, prompt_tokens: int) -> tuple[str, str]:
     """(prompt-processing text of at most ``prompt_tokens`` tokens, rendered chat prompt)."""
     words = (PASSAGE * (1 + prompt_tokens // 300)).split(" ")
