@@ -126,11 +126,12 @@ def test_a_rows_product_does_not_depend_on_the_tile_it_falls_in(isa, kind):
 
 
 @pytest.mark.parametrize("heads, kv_heads, head_dim", [(9, 3, 64), (3, 3, 64), (4, 1, 256), (8, 2, 128),
-                                                     (2, 1, 32), (4, 2, 80), (2, 2, 16)])
+                                                     (2, 1, 32), (4, 2, 80), (2, 2, 16), (3, 1, 24), (2, 1, 40)])
 @pytest.mark.parametrize("last", [0, 17, 89])
 def test_paged_attention_is_the_softmax_over_the_visible_positions(isa, heads, kv_heads, head_dim, last):
     # head sizes that keep the output in registers (16 to 256 lanes) and one that does not (80),
-    # groups of 1 to 4 query heads per kv head, a dropped block, tails of every length
+    # sizes the scores take a vector at a time and sizes that are not whole vectors (24; 40 on
+    # AVX-512), groups of 1 to 4 query heads per kv head, a dropped block, partial tiles of keys
     g = torch.Generator().manual_seed(heads * 1000 + head_dim + last)
     keys = torch.randn(12, 16, kv_heads, head_dim, generator=g)
     values = torch.randn(12, 16, kv_heads, head_dim, generator=g)
