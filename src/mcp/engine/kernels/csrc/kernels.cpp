@@ -26,10 +26,11 @@ namespace mcp_kernels {
 // than the narrow ones. On an Intel Xeon with AVX-512 (Sapphire Rapids class, 2 threads, the
 // two builds alternated in one process, 2026-12-05) 12-row tiles made the whole batch-1 decode
 // 1.15-1.2x faster than 4-row ones (8 rows: 1.15x, 16: 1.07x; prefetching 24 rows ahead with
-// 4-row tiles instead: 1.0x, so it is the tile, not the prefetch distance). On AMD EPYC
-// (Zen 4) 4 against 6, 8 or 12 rows gave ratios that contradicted each other between runs, so
-// other CPUs keep the narrow tiles they were measured with. The sums are the same either way:
-// each weight row has its own accumulator whatever tile it is in.
+// 4-row tiles instead: 1.0x, so it is the tile, not the prefetch distance). Those figures
+// predate the weight prefetch's first real build (tiles.inc, prefetch_line), so Intel's best
+// tile may differ now. On AMD EPYC (Zen 4), with the prefetch, 12 and 8 rows ran as fast as 4
+// (1.00x, 0.99x, 2026-12-05), so other CPUs keep the narrow tiles. The sums are the same
+// either way: each weight row has its own accumulator whatever tile it is in.
 static bool wide_one_row_tiles() {
 #if defined(__x86_64__)
   static const bool intel = (__builtin_cpu_init(), __builtin_cpu_is("intel"));
