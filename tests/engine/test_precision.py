@@ -58,8 +58,8 @@ def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, p
     assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("mcp-int8", prefill)
     assert plan.by_tensor[UP] == TensorPlan("dense-bf16", "dense-bf16")  # Q6_K: no native form yet
     assert plan.activations == "fp32"  # the kernels take fp32 as it is
-    # more rows than this run the dense GEMM: bf16 in hardware pays from 33 rows, fp32 from 129
-    assert plan.decode_max_rows == (32 if hardware.native_bf16 else 128)
+    # more rows than this run the dense GEMM: without AMX (bf16 or fp32) it pays from 129 rows
+    assert plan.decode_max_rows == 128
     assert "native kernels" in plan.hardware
     forced = resolve(TENSORS, PrecisionPlan(), hardware, forced="bf16")
     assert set(forced.by_tensor.values()) == {TensorPlan("dense-bf16", "dense-bf16")}
@@ -107,12 +107,13 @@ def test_the_prefill_row_limit_follows_what_a_dense_gemm_costs():
     assert resolve(TENSORS, PrecisionPlan(), ZEN3).decode_max_rows == 128
     assert resolve(TENSORS, PrecisionPlan(), ZEN3, cache_prefill_weights=True).decode_max_rows == 16
     assert resolve(TENSORS, PrecisionPlan(), AMX).decode_max_rows == 16
-    # The native kernels dequantize each weight tile once for all rows: up to 32 rows, AMX or not.
+    # The native kernels dequantize each weight tile once for all rows: up to 32 rows with AMX.
     amx_native = replace(AMX, native_kernels="avx512")
     assert resolve(TENSORS, PrecisionPlan(), amx_native).decode_max_rows == 32
     assert resolve(TENSORS, PrecisionPlan(), amx_native, cache_prefill_weights=True).decode_max_rows == 16
-    # Without bf16 in hardware the dense GEMM is fp32 after dequantizing: native up to 128 rows.
+    # Without AMX the dense GEMM (fp32, or AVX512-BF16) dequantizes first: native up to 128 rows.
     assert resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE).decode_max_rows == 128
+    assert resolve(TENSORS, PrecisionPlan(), ZEN4_NATIVE).decode_max_rows == 128
     assert "prefill      calls of more than 128 rows" in resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE).describe()
     assert "prefill      calls of more than 128 rows" in resolve(TENSORS, PrecisionPlan(), ZEN3).describe()
 

@@ -42,15 +42,18 @@ DECODE_MAX_ROWS_DEQUANTIZING = 128
 # The native kernels multiply several activation rows with each tile of weight rows
 # dequantized once into L1, so a whole SmolLM2 layer stack costs ~27 ms at 17 rows and ~42
 # ms at 32, where dequantizing every matrix for a dense GEMM (even AMX's bf16) and converting
-# the activations costs ~40 ms at any row count: the native kernels run up to 32 rows, on
-# AMX CPUs too (measured, 2 threads, Xeon with AMX; AVX2 kernels: 34 ms at 17 rows).
-DECODE_MAX_ROWS_NATIVE = 32
-# Without bf16 in hardware the dense prefill GEMM is fp32 over weights dequantized per call
-# (~120 ms for SmolLM2's layers on 2 AVX2 cores before a single product), so the native
-# kernels stay ahead far longer: a whole raw prefill took 90 against 171 ms at 24 tokens, 366
-# against 434 at 128, and the two met between 160 and 256 (2 threads, AMD EPYC with AVX2,
-# 2026-12-04): they run up to 128 rows there.
-DECODE_MAX_ROWS_NATIVE_FP32 = 128
+# the activations costs ~40 ms at any row count: on an AMX CPU the native kernels run up to
+# 32 rows (measured, 2 threads, Xeon with AMX; AVX2 kernels: 34 ms at 17 rows).
+DECODE_MAX_ROWS_NATIVE_AMX = 32
+# Without AMX the dense prefill GEMM is fp32, or bf16 at AVX512-BF16's rate, over weights
+# dequantized per call (~120 ms for SmolLM2's layers on 2 AVX2 cores before a single
+# product), so the native kernels stay ahead far longer. AVX2 (AMD EPYC, 2026-12-04): a
+# whole raw prefill took 90 against 171 ms at 24 tokens, 366 against 434 at 128, and the
+# two met between 160 and 256. AVX512-BF16 without AMX (AMD EPYC Zen 4, 2026-12-05, the two
+# limits alternated in one process): the 37-token chat prompt 66 against 96 ms, 49 tokens
+# 73 against 97, 110 tokens 157-169 against 165-191, and at 196 tokens the bf16 GEMM won (265
+# against 324). They run up to 128 rows on both.
+DECODE_MAX_ROWS_NATIVE_NO_AMX = 128
 NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
 # How the native decode kernels multiply: "exact" (what "auto" picks) multiplies the exact
 # weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32
@@ -188,7 +191,7 @@ def _decode_max_rows(plan: dict[str, TensorPlan], hardware: Hardware, cache_pref
     if cache_prefill_weights:
         return DECODE_MAX_ROWS
     if any(p.decode in NATIVE_KERNELS for p in plan.values()):
-        return DECODE_MAX_ROWS_NATIVE if hardware.native_bf16 else DECODE_MAX_ROWS_NATIVE_FP32
+        return DECODE_MAX_ROWS_NATIVE_AMX if hardware.amx else DECODE_MAX_ROWS_NATIVE_NO_AMX
     if hardware.amx:
         return DECODE_MAX_ROWS
     return DECODE_MAX_ROWS_DEQUANTIZING
