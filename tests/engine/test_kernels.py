@@ -128,16 +128,19 @@ def test_a_rows_product_does_not_depend_on_the_tile_it_falls_in(isa, kind):
 @pytest.mark.parametrize("heads, kv_heads, head_dim", [(9, 3, 64), (3, 3, 64), (4, 1, 256), (8, 2, 128),
                                                      (2, 1, 32), (4, 2, 80), (2, 2, 16), (3, 1, 24), (2, 1, 40)])
 @pytest.mark.parametrize("last", [0, 17, 89])
-def test_paged_attention_is_the_softmax_over_the_visible_positions(isa, heads, kv_heads, head_dim, last):
+@pytest.mark.parametrize("part_positions", [0, 16, 32])
+def test_paged_attention_is_the_softmax_over_the_visible_positions(isa, heads, kv_heads, head_dim, last,
+                                                                  part_positions):
     # head sizes that keep the output in registers (16 to 256 lanes) and one that does not (80),
     # sizes the scores take a vector at a time and sizes that are not whole vectors (24; 40 on
-    # AVX-512), groups of 1 to 4 query heads per kv head, a dropped block, partial tiles of keys
+    # AVX-512), groups of 1 to 4 query heads per kv head, a dropped block, partial tiles of keys;
+    # in one go or in parts combined after (parts of 16: the dropped block is a whole part)
     g = torch.Generator().manual_seed(heads * 1000 + head_dim + last)
     keys = torch.randn(12, 16, kv_heads, head_dim, generator=g)
     values = torch.randn(12, 16, kv_heads, head_dim, generator=g)
     q = torch.randn(heads, head_dim, generator=g) * 2
     table = torch.tensor([7, 2, -1, 10, 0, 5])  # positions 32..47 dropped by the window
-    got = kernels.paged_attention(q, keys, values, table, last)
+    got = kernels.paged_attention(q, keys, values, table, last, part_positions)
     visible = [t for t in range(last + 1) if table[t // 16] >= 0]
     k = torch.stack([keys[table[t // 16], t % 16] for t in visible]).double()  # [T, kv_heads, D]
     v = torch.stack([values[table[t // 16], t % 16] for t in visible]).double()
@@ -158,6 +161,8 @@ def test_paged_attention_refuses_what_it_cannot_read():
         kernels.paged_attention(q, keys, keys, torch.tensor([1, 2]), 40)
     with pytest.raises(ValueError, match="3 query heads do not share 2 kv heads evenly"):
         kernels.paged_attention(torch.zeros(3, 64), keys, keys, torch.tensor([1, 2]), 3)
+    with pytest.raises(ValueError, match="part_positions must be 0 or a positive multiple of the block size 16, got 24"):
+        kernels.paged_attention(q, keys, keys, torch.tensor([1, 2]), 20, part_positions=24)
 
 
 def test_calls_from_several_threads_at_once():

@@ -114,6 +114,25 @@ def test_dropped_blocks_are_hidden_as_the_torch_path_hides_them(exact_engine):
     assert (unwindowed - ours).abs().max() > 0.1  # the dropped block really was hidden
 
 
+def test_a_long_rows_attention_in_parts_matches_the_torch_modules(exact_engine):
+    """A row past 256 positions attends in parts (decode.cpp, kPartPositions) combined after,
+    beside a short row in the same steps; then a window that drops the whole first part."""
+    long_prompt = exact_engine.tokenizer.encode(" ".join(TEXTS * 8))[:300]
+    short_prompt = exact_engine.tokenizer.encode(TEXTS[1])
+    tables = [list(range(23, 3, -1)), [0, 1, 2]]  # 320 positions, out of order; 48
+    native, torch_path = runners(exact_engine)
+    ours, ours_logits = generate(native, [long_prompt, short_prompt], tables, 6)
+    theirs, theirs_logits = generate(torch_path, [long_prompt, short_prompt], tables, 6)
+    assert len(ours[0]) == 307 and ours == theirs
+    assert max((a - b).abs().max() for a, b in zip(ours_logits, theirs_logits)) < 2e-3
+    windowed = [-1] * 16 + tables[0][16:]  # positions 0..255 hidden: the first part has none visible
+    chunk = StepChunk([ours[0][-1]], len(ours[0]) - 1, windowed, True)
+    ours_windowed, theirs_windowed = native.execute([chunk]), torch_path.execute([chunk])
+    assert (ours_windowed - theirs_windowed).abs().max() < 2e-3
+    whole = native.execute([StepChunk([ours[0][-1]], len(ours[0]) - 1, tables[0], True)])
+    assert (whole - ours_windowed).abs().max() > 0.1  # the window really hid the first part
+
+
 def test_int8_dots_step_mostly_predicts_what_the_exact_step_does(exact_engine, int8_engine):
     """Quantized activations: not the same numbers, the same predictions almost everywhere."""
     prompts = [exact_engine.tokenizer.encode(text) for text in TEXTS]

@@ -168,12 +168,13 @@ class QuantMatrix:
 
 
 def paged_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, table: torch.Tensor,
-                    last: int) -> torch.Tensor:
+                    last: int, part_positions: int = 0) -> torch.Tensor:
     """One row's attention as the native decode step computes it: q [heads, D] against the
     positions 0..``last`` of a paged cache keys/values [num_blocks, block_size, kv_heads, D]
     through ``table`` [max_blocks] (int64 block ids; -1: a dropped block, hidden), each kv
     head shared by heads / kv_heads consecutive query heads. softmax(q . k / sqrt(D)) . v per
-    head -> [heads, D], float32."""
+    head -> [heads, D], float32. ``part_positions`` (whole blocks): attend in parts of that
+    many positions and combine them, as the step does for a long row; 0: in one go."""
     tensors = {"q": q, "keys": keys, "values": values}
     for name, tensor in tensors.items():
         if tensor.dtype != torch.float32 or not tensor.is_cpu or not tensor.is_contiguous():
@@ -192,13 +193,16 @@ def paged_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, t
     visible = table[:last // block_size + 1]
     if bool(((visible < -1) | (visible >= num_blocks)).any()) or int(visible[-1]) < 0:
         raise ValueError(f"table holds a block outside -1..{num_blocks - 1}, or position {last} is in a dropped block")
+    if part_positions < 0 or part_positions % block_size:
+        raise ValueError(f"part_positions must be 0 or a positive multiple of the block size {block_size}, "
+                         f"got {part_positions}")
     group = heads // kv_heads
     out = torch.empty(heads, head_dim)
     scores = torch.empty(group, last + 1)
     for kv_head in range(kv_heads):
         _require().attend_group(q[kv_head * group:].data_ptr(), keys.data_ptr(), values.data_ptr(), table.data_ptr(),
-                                block_size, kv_heads, kv_head, group, head_dim, last, scores.data_ptr(),
-                                out[kv_head * group:].data_ptr())
+                                block_size, kv_heads, kv_head, group, head_dim, last, part_positions,
+                                scores.data_ptr(), out[kv_head * group:].data_ptr())
     return out
 
 

@@ -18,10 +18,26 @@
 namespace mcp_kernels {
 namespace {
 
+// A row's attention to more than kPartPositions positions (rounded up to whole blocks) is
+// split into parts of that many, one task each, and the parts combined after: with 2 threads
+// and SmolLM2's 3 kv heads, a lone long row otherwise left one thread 2 heads' work and the
+// other 1. Shorter rows are one task per kv head, as before. The split depends on the row's
+// length alone, so a row's result does not depend on what shares its step.
+constexpr int64_t kPartPositions = 256;
+
+// One attention task: row m's query heads that share kv head h, positions of part `part`
+// (of `parts`; from `from` to `last`).
+struct AttentionTask {
+  int64_t m, h, part, parts, from, last;
+};
+
 // Scratch reused across steps: a step allocates nothing once the shapes were seen.
 struct Scratch {
-  std::vector<float> normed, qkv, attn, gate_up, act, proj, scores;
-  void fit(const ModelDims& d, int64_t M, int64_t max_len) {
+  std::vector<float> normed, qkv, attn, gate_up, act, proj, scores, part_outs, part_stats;
+  std::vector<AttentionTask> tasks;
+  std::vector<int64_t> split_groups;  // the first task of each (row, kv head) split in parts
+  void fit(const ModelDims& d, const StepRows& rows, int64_t max_len) {
+    const int64_t M = rows.M;
     normed.resize(M * std::max(d.hidden, d.intermediate));
     qkv.resize(M * (d.heads + 2 * d.kv_heads) * d.head_dim);
     attn.resize(M * d.heads * d.head_dim);
@@ -29,6 +45,19 @@ struct Scratch {
     act.resize(M * d.intermediate);
     proj.resize(M * d.hidden);
     scores.resize(M * d.heads * max_len);
+    tasks.clear();
+    split_groups.clear();
+    const int64_t part = std::max<int64_t>(1, (kPartPositions + d.block_size - 1) / d.block_size) * d.block_size;
+    for (int64_t m = 0; m < M; ++m) {
+      const int64_t p = rows.positions[m], parts = p / part + 1;
+      for (int64_t h = 0; h < d.kv_heads; ++h) {
+        if (parts > 1) split_groups.push_back(static_cast<int64_t>(tasks.size()));
+        for (int64_t c = 0; c < parts; ++c) tasks.push_back({m, h, c, parts, c * part, std::min(p, (c + 1) * part - 1)});
+      }
+    }
+    const int64_t group = d.heads / d.kv_heads;
+    part_outs.resize(tasks.size() * group * d.head_dim);
+    part_stats.resize(tasks.size() * group * 2);
   }
 };
 
@@ -64,15 +93,25 @@ void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& r
   std::copy(row + (d.heads + d.kv_heads) * D, row + width, layer.values + slot);
 }
 
-// The query heads of row m that share kv head kv_head: softmax(q . k_t / sqrt(D)) over the
-// row's visible positions t <= p, times v_t, each; scores [heads / kv_heads, max_len].
-void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, const float* qkv, int64_t m,
-            int64_t kv_head, float* scores, float* out) {
+// Task t of the step's attention: the query heads of row m that share kv head h,
+// softmax(q . k_t / sqrt(D)) over the row's visible positions t <= p, times v_t, into
+// s.attn; or, for a part of a long row, its unnormalized sums and stats (attend_group_part).
+// Scratch scores: the group's [heads / kv_heads, max_len] rows of s.scores, a part's from
+// its first position on.
+void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s, int64_t t,
+            int64_t max_len) {
+  const AttentionTask& task = s.tasks[t];
   const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D, group = d.heads / d.kv_heads;
-  attend_group(GroupAttention{qkv + m * width + kv_head * group * D, layer.keys, layer.values,
-                              rows.tables + m * rows.max_blocks, d.block_size, d.kv_heads, kv_head, group, D,
-                              rows.positions[m], 1.0f / std::sqrt(static_cast<float>(D))},
-               scores, out);
+  const int64_t first_head = task.m * d.heads + task.h * group;
+  GroupAttention a{s.qkv.data() + task.m * width + task.h * group * D, layer.keys, layer.values,
+                   rows.tables + task.m * rows.max_blocks, d.block_size, d.kv_heads, task.h, group, D, task.last,
+                   1.0f / std::sqrt(static_cast<float>(D)), task.from};
+  float* scores = s.scores.data() + first_head * max_len + task.from * group;
+  if (task.parts == 1) {
+    attend_group(a, scores, s.attn.data() + first_head * D);
+  } else {
+    attend_group_part(a, scores, s.part_outs.data() + t * group * D, s.part_stats.data() + t * group * 2);
+  }
 }
 
 // The threads of one step: a step runs inside one OpenMP parallel region, its phases
@@ -122,14 +161,21 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
   for (int64_t m = 0; m < M; ++m)
     if (team.mine(m)) rope_and_write(d, layer, rows, s.qkv.data(), m);
   team.barrier();  // a chunk's rows attend to each other's keys: all written first
-  const int64_t group = d.heads / d.kv_heads;  // query heads per kv head, consecutive
-  for (int64_t task = 0; task < M * d.kv_heads; ++task)
-    if (team.mine(task)) {
-      const int64_t m = task / d.kv_heads, first_head = m * d.heads + task % d.kv_heads * group;
-      attend(d, layer, rows, s.qkv.data(), m, task % d.kv_heads, s.scores.data() + first_head * max_len,
-             s.attn.data() + first_head * d.head_dim);
-    }
+  const int64_t num_tasks = static_cast<int64_t>(s.tasks.size());
+  for (int64_t t = 0; t < num_tasks; ++t)
+    if (team.mine(t)) attend(d, layer, rows, s, t, max_len);
   team.barrier();
+  if (!s.split_groups.empty()) {  // the parts of long rows, combined
+    const int64_t group = d.heads / d.kv_heads, D = d.head_dim;
+    for (int64_t i = 0; i < static_cast<int64_t>(s.split_groups.size()); ++i) {
+      if (!team.mine(i)) continue;
+      const int64_t first = s.split_groups[i];
+      const AttentionTask& task = s.tasks[first];
+      combine_parts(s.part_outs.data() + first * group * D, s.part_stats.data() + first * group * 2, task.parts,
+                    group, D, s.attn.data() + (task.m * d.heads + task.h * group) * D);
+    }
+    team.barrier();
+  }
   // o and down: columns [n0, n1) of the projection, added to the residual stream x there
   const auto add_to_x = [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
     matmul_rows(a, n0, n1);
@@ -215,7 +261,7 @@ void decode_step(const ModelDims& d, const LayerRef* layers, int64_t num_layers,
   static thread_local Scratch scratch;
   int64_t max_len = 1;
   for (int64_t m = 0; m < rows.M; ++m) max_len = std::max(max_len, rows.positions[m] + 1);
-  scratch.fit(d, rows.M, max_len);
+  scratch.fit(d, rows, max_len);
   static const pid_t parent = getpid();  // GNU OpenMP is not fork-safe: a forked child runs alone
   if (num_threads <= 1 || getpid() != parent) {
     run_layers(Team{0, 1}, d, layers, num_layers, rows, scratch, max_len, x_digits);

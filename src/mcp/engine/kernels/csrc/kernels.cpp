@@ -422,6 +422,26 @@ void attend_group(const GroupAttention& a, float* scores, float* out) {
   }
 }
 
+void attend_group_part(const GroupAttention& a, float* scores, float* out, float* stats) {
+  switch (current_isa()) {
+#if defined(__x86_64__)
+    case Isa::kAvx512: avx512::attend_group_part(a, scores, out, stats); break;
+    case Isa::kAvx2: avx2::attend_group_part(a, scores, out, stats); break;
+#endif
+    default: scalar::attend_group_part(a, scores, out, stats);
+  }
+}
+
+void combine_parts(const float* outs, const float* stats, int64_t parts, int64_t heads, int64_t D, float* out) {
+  switch (current_isa()) {
+#if defined(__x86_64__)
+    case Isa::kAvx512: avx512::combine_parts(outs, stats, parts, heads, D, out); break;
+    case Isa::kAvx2: avx2::combine_parts(outs, stats, parts, heads, D, out); break;
+#endif
+    default: scalar::combine_parts(outs, stats, parts, heads, D, out);
+  }
+}
+
 const char* isa_name() {
   switch (current_isa()) {
     case Isa::kAvx512: return "avx512";

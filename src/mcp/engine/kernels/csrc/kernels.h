@@ -133,9 +133,18 @@ struct GroupAttention {
   const int64_t* table;
   int64_t block_size, kv_heads, kv_head, heads, D, last;
   float scale;  // of the scores: 1 / sqrt(D)
+  int64_t from = 0;  // the first position (a block's first): attend_group_part's part
 };
 // out [heads, D] = softmax(q_g . k_t * scale) . v_t over the visible t, per head g;
 // scores [heads, last + 1] is scratch.
 void attend_group(const GroupAttention& a, float* scores, float* out);
+// The same over positions a.from..a.last only (a long row's context is split into parts, so
+// that threads share one row's attention): out [heads, D] = sum_t exp(s_t - peak) v_t,
+// unnormalized, and stats [heads, 2] = (peak, sum_t exp(s_t - peak)) per head (peak -inf, sum
+// 0 where the part has no visible position); scores [heads, last + 1 - from] is scratch.
+void attend_group_part(const GroupAttention& a, float* scores, float* out, float* stats);
+// out [heads, D] = the attention over all of a row's parts, from their outs [parts, heads, D]
+// and stats [parts, heads, 2] (at least one part with a visible position).
+void combine_parts(const float* outs, const float* stats, int64_t parts, int64_t heads, int64_t D, float* out);
 
 }  // namespace mcp_kernels

@@ -6,6 +6,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -150,18 +151,34 @@ PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// attend_group(q, keys, values, table, block_size, kv_heads, kv_head, heads, D, last, scores, out):
-// one row's query heads that share a kv head, as the decode step attends (the Python wrapper,
+// attend_group(q, keys, values, table, block_size, kv_heads, kv_head, heads, D, last, part, scores, out):
+// one row's query heads that share a kv head, as the decode step attends: whole (part 0), or
+// in parts of `part` positions, combined after (the Python wrapper,
 // mcp.engine.kernels.paged_attention, checks every shape and block id)
 PyObject* py_attend_group(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[12];
-  if (!read_ints(args, nargs, 12, v)) return nullptr;
+  long long v[13];
+  if (!read_ints(args, nargs, 13, v)) return nullptr;
   const mcp_kernels::GroupAttention a{reinterpret_cast<const float*>(v[0]), reinterpret_cast<const float*>(v[1]),
                                       reinterpret_cast<const float*>(v[2]), reinterpret_cast<const int64_t*>(v[3]),
                                       v[4], v[5], v[6], v[7], v[8], v[9],
                                       1.0f / std::sqrt(static_cast<float>(v[8]))};
+  const int64_t part = v[10], heads = v[7], D = v[8];
+  float* scores = reinterpret_cast<float*>(v[11]);
+  float* out = reinterpret_cast<float*>(v[12]);
   Py_BEGIN_ALLOW_THREADS
-  mcp_kernels::attend_group(a, reinterpret_cast<float*>(v[10]), reinterpret_cast<float*>(v[11]));
+  if (part <= 0) {
+    mcp_kernels::attend_group(a, scores, out);
+  } else {
+    const int64_t parts = a.last / part + 1;
+    std::vector<float> outs(parts * heads * D), stats(parts * heads * 2);
+    for (int64_t c = 0; c < parts; ++c) {
+      mcp_kernels::GroupAttention piece = a;
+      piece.from = c * part;
+      piece.last = std::min(a.last, (c + 1) * part - 1);
+      mcp_kernels::attend_group_part(piece, scores, outs.data() + c * heads * D, stats.data() + c * heads * 2);
+    }
+    mcp_kernels::combine_parts(outs.data(), stats.data(), parts, heads, D, out);
+  }
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }
