@@ -13,6 +13,11 @@ An A/A run (one build against its own copy) measured 0.98-1.02x. Numbers, not a 
     .venv/bin/python setup.py -q build_ext --inplace --force && cp src/mcp/engine/kernels/_cpu.*.so /tmp/after.so
     .venv/bin/python benchmarks/kernels_ab.py /tmp/before.so /tmp/after.so [--mode decode|prefill|batch]
         [--rounds 15] [--tokens 48] [--prompt-words 60] [--context-words 0] [--batch 8] [--threads 2]
+        [--isa avx2|scalar]
+
+``--isa`` runs every build on a narrower instruction set than the CPU's best (the kernels'
+``set_isa``): an AVX-512 host's estimate of an AVX2 change, not an AVX2 host's figure (the
+cores, caches and memory are still this host's).
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ def main() -> None:
                         help="decode: after a raw prompt of this many words (a long context), not the short one")
     parser.add_argument("--batch", type=int, default=8, help="batch: sequences, 16 tokens each")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--isa", choices=("avx512", "avx2", "scalar"),
+                        help="run every build on this instruction set (default: the CPU's best)")
     args = parser.parse_args()
     missing = [str(path) for path in args.builds if not path.is_file()]
     if missing or len(args.builds) < 2:
@@ -58,6 +65,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kernels-ab-") as folder:
         builds = {f"{index}:{path.name}": _load_build(path, Path(folder) / f"{index}_{path.name}")
                   for index, path in enumerate(args.builds)}
+        if args.isa and not all(module.set_isa(args.isa) for module in builds.values()):
+            parser.error(f"this CPU cannot run the kernels' {args.isa} build")
         with Session(RuntimeConfig(device="cpu", num_threads=args.threads)) as session:
             model = session.load_model(catalog.DEFAULT_MODEL)
             measure = _measurement(model, args)
