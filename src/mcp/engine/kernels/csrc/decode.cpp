@@ -25,10 +25,10 @@ namespace {
 // length alone, so a row's result does not depend on what shares its step.
 constexpr int64_t kPartPositions = 256;
 
-// One attention task: row m's query heads that share kv head h, positions of part `part`
-// (of `parts`; from `from` to `last`).
+// One attention task: row m's query heads that share kv head h, positions from..last, one of
+// the row's `parts` parts (1: the whole row).
 struct AttentionTask {
-  int64_t m, h, part, parts, from, last;
+  int64_t m, h, parts, from, last;
 };
 
 // Scratch reused across steps: a step allocates nothing once the shapes were seen.
@@ -52,7 +52,7 @@ struct Scratch {
       const int64_t p = rows.positions[m], parts = p / part + 1;
       for (int64_t h = 0; h < d.kv_heads; ++h) {
         if (parts > 1) split_groups.push_back(static_cast<int64_t>(tasks.size()));
-        for (int64_t c = 0; c < parts; ++c) tasks.push_back({m, h, c, parts, c * part, std::min(p, (c + 1) * part - 1)});
+        for (int64_t c = 0; c < parts; ++c) tasks.push_back({m, h, parts, c * part, std::min(p, (c + 1) * part - 1)});
       }
     }
     const int64_t group = d.heads / d.kv_heads;
