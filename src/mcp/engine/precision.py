@@ -57,9 +57,10 @@ DECODE_MAX_ROWS_NATIVE_NO_AMX = 128
 NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
 # How the native decode kernels multiply: "exact" (what "auto" picks) multiplies the exact
 # weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32
-# and multiplies in integer SIMD (llama.cpp's way: ~1.5x faster layer kernels, but top-1
-# agreement with fp32 drops from 100% to ~92% and a sequence's tokens then depend on what
-# shares its steps; see RESULTS.md), the sensitive output head excepted; "int8x2" writes each
+# and multiplies in integer SIMD (llama.cpp's way: top-1 agreement with fp32 drops from 100%
+# to ~92% and a sequence's tokens then depend on what shares its steps; ~1.5x faster layer
+# kernels on AVX2, no faster at 1 row and slower at 8-32 rows on AVX-512, see
+# docs/config.md), the sensitive output head excepted; "int8x2" writes each
 # block as two int8 digits (15 bits) and multiplies both, the head included.
 DECODE_DOTS = ("auto", "int8", "int8x2", "exact")
 # The activation digits of each: what the kernels take (mcp.engine.kernels, x_digits).
