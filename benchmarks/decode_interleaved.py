@@ -12,6 +12,10 @@ Prints each engine's median tok/s with min/max, the median of the per-round rati
 how many rounds ours was the faster. Numbers, not a test.
 
     .venv/bin/python benchmarks/decode_interleaved.py [--rounds 15] [--tokens 128] [--threads 2] [--context-words 0]
+        [--kv-cache-dtype auto|fp32|f16]
+
+``--kv-cache-dtype`` is our KV cache's (``scheduler.kv_cache_dtype``); llama.cpp keeps its
+default, f16.
 """
 
 from __future__ import annotations
@@ -39,15 +43,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--context-words", type=int, default=0,
                         help="decode after a raw prompt of this many words (a long context) instead of the short one")
+    parser.add_argument("--kv-cache-dtype", choices=("auto", "fp32", "f16"), default="auto",
+                        help="our KV cache's dtype (scheduler.kv_cache_dtype); llama.cpp's stays f16")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rounds < 1 or args.tokens < 2 or args.threads < 1:
         parser.error("--rounds must be at least 1, --tokens at least 2, --threads at least 1")
     prompt = context_prompt(args.context_words)
     if args.worker:
-        serve(args.worker, prompt, args.tokens, args.threads)
+        serve(args.worker, prompt, args.tokens, args.threads, args.kv_cache_dtype)
         return
-    workers = {name: Worker(name, args.tokens, args.threads, args.context_words) for name in ENGINES}
+    workers = {name: Worker(name, args) for name in ENGINES}
     try:
         rates = {name: [] for name in ENGINES}
         order = random.Random(0)
@@ -63,11 +69,12 @@ def main() -> None:
 class Worker:
     """One engine in a subprocess: loaded and warmed up once, then one decode per request."""
 
-    def __init__(self, name: str, tokens: int, threads: int, context_words: int) -> None:
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false",
+    def __init__(self, name: str, args: argparse.Namespace) -> None:
+        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false",
                "HF_HUB_OFFLINE": "1"}
-        command = [sys.executable, __file__, "--worker", name, "--tokens", str(tokens), "--threads", str(threads),
-                   "--context-words", str(context_words)]
+        command = [sys.executable, __file__, "--worker", name, "--tokens", str(args.tokens), "--threads",
+                   str(args.threads), "--context-words", str(args.context_words), "--kv-cache-dtype",
+                   args.kv_cache_dtype]
         self.name = name
         self.process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         self._expect("ready")
@@ -96,9 +103,9 @@ def context_prompt(words: int) -> str:
     return numbered_words(words) if words else DECODE_PROMPTS[0]
 
 
-def serve(engine: str, prompt: str, tokens: int, threads: int) -> None:
+def serve(engine: str, prompt: str, tokens: int, threads: int, kv_cache_dtype: str) -> None:
     """The worker: load, warm up, then answer each ``decode`` line on stdin with ``tps <rate>``."""
-    decode = _ours(prompt, tokens, threads) if engine == "ours" else _llamacpp(prompt, tokens, threads)
+    decode = _ours(prompt, tokens, threads, kv_cache_dtype) if engine == "ours" else _llamacpp(prompt, tokens, threads)
     decode()  # warm-up
     print("ready", flush=True)
     for line in sys.stdin:
@@ -106,15 +113,17 @@ def serve(engine: str, prompt: str, tokens: int, threads: int) -> None:
             print(f"tps {decode():.3f}", flush=True)
 
 
-def _ours(prompt: str, tokens: int, threads: int):
+def _ours(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
     import torch
 
     from enginebench.ours import decode_tps
+    from mcp.engine.loop_config import LoopConfig
     from mcp.modelfile import catalog
     from mcp.runtime import RuntimeConfig, Session
 
     torch.set_num_threads(threads)
-    session = Session(RuntimeConfig(device="cpu", num_threads=threads))
+    config = RuntimeConfig(device="cpu", num_threads=threads, scheduler=LoopConfig(kv_cache_dtype=kv_cache_dtype))
+    session = Session(config)
     model = session.load_model(catalog.DEFAULT_MODEL)
     return lambda: decode_tps(model, prompt, tokens)
 
@@ -134,7 +143,7 @@ def report(rates: dict[str, list[float]], args: argparse.Namespace) -> None:
     wins = sum(ratio > 1 for ratio in ratios)
     after = f"a {args.context_words}-word raw prompt" if args.context_words else repr(DECODE_PROMPTS[0])
     print(f"batch-1 decode, {args.tokens} tokens after {after}, greedy, {args.threads} threads, "
-          f"{args.rounds} rounds, engines in turn (order shuffled per round)")
+          f"{args.rounds} rounds, engines in turn (order shuffled per round); our KV cache {args.kv_cache_dtype}")
     for name in ENGINES:
         values = rates[name]
         print(f"  {name:<9} {statistics.median(values):7.1f} tok/s  [{min(values):.1f}-{max(values):.1f}]")

@@ -6,7 +6,9 @@ plan as it decodes (the native kernels with int8 dots: activations quantized to 
 of 32; with int8x2 dots: two int8 digits per block, 15 bits; and with exact dots, the
 default: exact int4 and Q8_0 weights, fp32 sums), as it
 prefills (dense GEMMs over the int4 values), int4 on PyTorch's int4pack kernel, and int8
-weight-only on its decode kernel. The fp32 reference is the engine that matches
+weight-only on its decode kernel. The auto plan is also scored as a served request decodes:
+one token per native step over the paged KV cache, in fp32 and in halves
+(``scheduler.kv_cache_dtype: f16``). The fp32 reference is the engine that matches
 transformers bit for bit. With llama-cpp-python installed (`make test` installs it), llama.cpp
 on the same GGUF is scored on the same token ids too, as the peer: a whole sequence in one
 batch (its prompt path) and one token per eval (its decode path).
@@ -23,6 +25,9 @@ from pathlib import Path
 import torch
 
 from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.kv.paged import PagedKVStorage
+from mcp.engine.models.llama_step import unsupported
+from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.modelfile import catalog
 from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
@@ -37,6 +42,13 @@ CANDIDATES = (  # label, compile precision, runtime precision, phase whose kerne
     ("int4 on PyTorch's int4pack, bf16 act", "auto", "auto", "decode", False, "auto"),
     ("int8 (decode kernel: int8pack, bf16 act)", "source", "int8", "decode", False, "auto"),
 )
+
+
+STEPWISE = (  # label, KV cache dtype: the auto plan, token by token through the native step
+    ("auto plan, native step per token, fp32 KV", torch.float32),
+    ("auto plan, native step per token, f16 KV", torch.float16),
+)
+BLOCK = 16
 
 
 def load(path: Path, precision: str, native_kernels: bool = True, decode_dots: str = "auto") -> NativeEngine:
@@ -68,9 +80,30 @@ def main() -> None:
         engine = load(files[compiled], runtime, native, dots)
         result = agreement(reference, score_all(engine, sequences, phase))
         print(f"{label:<46} {result.positions:>9} {result.top1:>11.2%} {result.mean_kl:>14.5f}  ({engine.precision})")
+    for label, kv_dtype in STEPWISE:
+        if args.only and not any(part in label for part in args.only):
+            continue
+        engine = load(files["auto"], "auto")
+        result = agreement(reference, [score_stepwise(engine, ids, kv_dtype) for ids in sequences])
+        print(f"{label:<46} {result.positions:>9} {result.top1:>11.2%} {result.mean_kl:>14.5f}  ({engine.precision})")
     for label, scores in ([] if args.no_llamacpp else llamacpp_scores(gguf, sequences)):
         result = agreement(reference, scores)
         print(f"{label:<46} {result.positions:>9} {result.top1:>11.2%} {result.mean_kl:>14.5f}  (the peer)")
+
+
+def score_stepwise(engine: NativeEngine, ids: list[int], kv_dtype: torch.dtype) -> torch.Tensor:
+    """Teacher-forced logits [len(ids), vocab], one token per step through the native step
+    over a paged cache of ``kv_dtype``, as a served request decodes (its prompt aside)."""
+    arch = engine.model.arch
+    blocks = -(-len(ids) // BLOCK)
+    budget = blocks * PagedKVStorage.bytes_per_block(arch.num_layers, BLOCK, arch.num_kv_heads, arch.head_dim,
+                                                     kv_dtype)
+    runner = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK, kv_dtype), native_step=True,
+                         decode_max_rows=engine.plan.decode_max_rows)
+    if runner.native_step is None:
+        raise SystemExit(f"the native step cannot run here: {unsupported(engine.model, runner.storage)}")
+    table = list(range(blocks))
+    return torch.cat([runner.execute([StepChunk([token], position, table, True)]) for position, token in enumerate(ids)])
 
 
 def llamacpp_scores(gguf: Path, sequences: list[list[int]]):

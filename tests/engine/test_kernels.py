@@ -129,15 +129,17 @@ def test_a_rows_product_does_not_depend_on_the_tile_it_falls_in(isa, kind):
                                                      (2, 1, 32), (4, 2, 80), (2, 2, 16), (3, 1, 24), (2, 1, 40)])
 @pytest.mark.parametrize("last", [0, 17, 89])
 @pytest.mark.parametrize("part_positions", [0, 16, 32])
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
 def test_paged_attention_is_the_softmax_over_the_visible_positions(isa, heads, kv_heads, head_dim, last,
-                                                                  part_positions):
+                                                                  part_positions, kv_dtype):
     # head sizes that keep the output in registers (16 to 256 lanes) and one that does not (80),
     # sizes the scores take a vector at a time and sizes that are not whole vectors (24; 40 on
     # AVX-512), groups of 1 to 4 query heads per kv head, a dropped block, partial tiles of keys;
-    # in one go or in parts combined after (parts of 16: the dropped block is a whole part)
+    # in one go or in parts combined after (parts of 16: the dropped block is a whole part); a
+    # cache of floats or of halves (the reference reads the same halves, widened exactly)
     g = torch.Generator().manual_seed(heads * 1000 + head_dim + last)
-    keys = torch.randn(12, 16, kv_heads, head_dim, generator=g)
-    values = torch.randn(12, 16, kv_heads, head_dim, generator=g)
+    keys = torch.randn(12, 16, kv_heads, head_dim, generator=g).to(kv_dtype)
+    values = torch.randn(12, 16, kv_heads, head_dim, generator=g).to(kv_dtype)
     q = torch.randn(heads, head_dim, generator=g) * 2
     table = torch.tensor([7, 2, -1, 10, 0, 5])  # positions 32..47 dropped by the window
     got = kernels.paged_attention(q, keys, values, table, last, part_positions)
@@ -163,6 +165,26 @@ def test_paged_attention_refuses_what_it_cannot_read():
         kernels.paged_attention(torch.zeros(3, 64), keys, keys, torch.tensor([1, 2]), 3)
     with pytest.raises(ValueError, match="part_positions must be 0 or a positive multiple of the block size 16, got 24"):
         kernels.paged_attention(q, keys, keys, torch.tensor([1, 2]), 20, part_positions=24)
+    with pytest.raises(ValueError, match="keys must be a contiguous CPU float32 or float16 tensor, got torch.bf"):
+        kernels.paged_attention(q, keys.bfloat16(), keys, torch.tensor([1, 2]), 20)
+    with pytest.raises(ValueError, match="keys and values must share a dtype, got torch.float16 and torch.float32"):
+        kernels.paged_attention(q, keys.half(), keys, torch.tensor([1, 2]), 20)
+
+
+def test_halves_round_as_torch_rounds(isa):
+    # every magnitude a half has, and the ones it has not: normals over the whole exponent
+    # range, ties between two halves (to even), subnormals and their ties, the last finite
+    # half (65504), the tie above it (65520: infinity), infinities and NaN
+    g = torch.Generator().manual_seed(11)
+    spread = torch.randn(4000, generator=g) * torch.exp2(torch.randint(-30, 17, (4000,), generator=g).float())
+    halves = torch.arange(0, 0x7c00, dtype=torch.int32).to(torch.int16).view(torch.float16).float()
+    ties = (halves[:-1] + halves[1:]) / 2  # exactly between neighbours, in float32
+    edges = torch.tensor([65504.0, 65519.0, 65520.0, 1e6, float("inf"), -float("inf"), 2.0 ** -25, 2.0 ** -26,
+                          3 * 2.0 ** -25, 0.0, -0.0, 2.0 ** -14, 2.0 ** -14 - 2.0 ** -25])
+    x = torch.cat([spread, halves, ties, -ties, edges]).contiguous()
+    got = kernels.to_halves(x)
+    assert torch.equal(got.view(torch.int16), x.half().view(torch.int16))  # bit for bit, signs of zero included
+    assert kernels.to_halves(torch.tensor([float("nan")])).isnan().all()
 
 
 def test_calls_from_several_threads_at_once():

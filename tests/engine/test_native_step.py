@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mcp.engine import kernels
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.models.llama_step import NativeDecodeStep
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
@@ -40,16 +41,24 @@ def int8_engine(smollm2_auto_mcp) -> NativeEngine:
     return load(smollm2_auto_mcp, "int8")
 
 
-def runners(engine: NativeEngine, native_rows: int = 16) -> tuple[ModelRunner, ModelRunner]:
+def runners(engine: NativeEngine, native_rows: int = 16,
+            kv_dtype: torch.dtype = torch.float32) -> tuple[ModelRunner, ModelRunner]:
     """(native step for steps of up to ``native_rows`` tokens, torch modules), each on its own
-    zeroed storage."""
+    zeroed storage of ``kv_dtype``."""
     arch = engine.model.arch
-    budget = NUM_BLOCKS * 2 * arch.num_layers * BLOCK * arch.num_kv_heads * arch.head_dim * 4  # fp32
-    native = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK), native_step=True,
+    budget = NUM_BLOCKS * 2 * arch.num_layers * BLOCK * arch.num_kv_heads * arch.head_dim * kv_dtype.itemsize
+    native = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK, kv_dtype), native_step=True,
                          decode_max_rows=native_rows)
-    torch_path = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK), native_step=False)
+    torch_path = ModelRunner(engine.model, allocate_storage(engine.model, budget, BLOCK, kv_dtype), native_step=False)
+    assert native.storage.num_blocks == torch_path.storage.num_blocks == NUM_BLOCKS
     assert native.native_step is not None and torch_path.native_step is None
     return native, torch_path
+
+
+def tolerance(kv_dtype: torch.dtype) -> float:
+    """How far the two paths' logits may differ: fp32 summation order; with a cache of halves
+    also a key or value the two paths' last-bit differences round to neighbouring halves."""
+    return 2e-3 if kv_dtype == torch.float32 else 1e-2
 
 
 def generate(runner: ModelRunner, prompts: list[list[int]], tables: list[list[int]], steps: int):
@@ -75,18 +84,20 @@ def test_the_auto_plan_runs_the_native_step(exact_engine, int8_engine):
     assert int8_engine.plan.decode_dots == "int8" and int8_engine.precision.endswith("/ int8 dots / native step")
 
 
-def test_exact_step_matches_the_torch_modules_over_a_batched_generation(exact_engine):
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+def test_exact_step_matches_the_torch_modules_over_a_batched_generation(exact_engine, kv_dtype):
     """Three sequences of different lengths decoded together: the same greedy tokens, logits
-    within fp32 summation-order differences (RMSNorm, attention and softmax sum in another order)."""
+    within fp32 summation-order differences (RMSNorm, attention and softmax sum in another order).
+    With a cache of halves both paths round each key and value once as they write it."""
     prompts = [exact_engine.tokenizer.encode(text) for text in TEXTS]
     assert len({len(p) for p in prompts}) == 3
-    native, torch_path = runners(exact_engine)
+    native, torch_path = runners(exact_engine, kv_dtype=kv_dtype)
     native_tokens, native_logits = generate(native, prompts, TABLES, 12)
     torch_tokens, torch_logits = generate(torch_path, prompts, TABLES, 12)
     assert native_tokens == torch_tokens
     for ours, theirs in zip(native_logits, torch_logits):
         assert ours.shape == theirs.shape == (3, exact_engine.model.arch.vocab_size)
-        assert (ours - theirs).abs().max() < 2e-3
+        assert (ours - theirs).abs().max() < tolerance(kv_dtype)
 
 
 def test_exact_step_batch_of_one_matches(exact_engine):
@@ -114,21 +125,22 @@ def test_dropped_blocks_are_hidden_as_the_torch_path_hides_them(exact_engine):
     assert (unwindowed - ours).abs().max() > 0.1  # the dropped block really was hidden
 
 
-def test_a_long_rows_attention_in_parts_matches_the_torch_modules(exact_engine):
+@pytest.mark.parametrize("kv_dtype", [torch.float32, torch.float16])
+def test_a_long_rows_attention_in_parts_matches_the_torch_modules(exact_engine, kv_dtype):
     """A row past 256 positions attends in parts (decode.cpp, kPartPositions) combined after,
     beside a short row in the same steps; then a window that drops the whole first part."""
     long_prompt = exact_engine.tokenizer.encode(" ".join(TEXTS * 8))[:300]
     short_prompt = exact_engine.tokenizer.encode(TEXTS[1])
     tables = [list(range(23, 3, -1)), [0, 1, 2]]  # 320 positions, out of order; 48
-    native, torch_path = runners(exact_engine)
+    native, torch_path = runners(exact_engine, kv_dtype=kv_dtype)
     ours, ours_logits = generate(native, [long_prompt, short_prompt], tables, 6)
     theirs, theirs_logits = generate(torch_path, [long_prompt, short_prompt], tables, 6)
     assert len(ours[0]) == 307 and ours == theirs
-    assert max((a - b).abs().max() for a, b in zip(ours_logits, theirs_logits)) < 2e-3
+    assert max((a - b).abs().max() for a, b in zip(ours_logits, theirs_logits)) < tolerance(kv_dtype)
     windowed = [-1] * 16 + tables[0][16:]  # positions 0..255 hidden: the first part has none visible
     chunk = StepChunk([ours[0][-1]], len(ours[0]) - 1, windowed, True)
     ours_windowed, theirs_windowed = native.execute([chunk]), torch_path.execute([chunk])
-    assert (ours_windowed - theirs_windowed).abs().max() < 2e-3
+    assert (ours_windowed - theirs_windowed).abs().max() < tolerance(kv_dtype)
     whole = native.execute([StepChunk([ours[0][-1]], len(ours[0]) - 1, tables[0], True)])
     assert (whole - ours_windowed).abs().max() > 0.1  # the window really hid the first part
 
@@ -174,6 +186,27 @@ def counting(runner: ModelRunner) -> list:
     step = runner.native_step
     runner.native_step = lambda *args: calls.append(args) or step(*args)
     return calls
+
+
+def test_a_cache_of_halves_holds_what_the_fp32_cache_holds_rounded(exact_engine):
+    """The native step writes each key and value as the nearest half of what an fp32 cache
+    holds (the same model, the same steps: layer 0's are the same floats, later layers' have
+    attended to halves), and the halves' logits stay near the fp32 ones."""
+    prompts = [exact_engine.tokenizer.encode(text) for text in TEXTS]
+    full, _ = runners(exact_engine)
+    halves, _ = runners(exact_engine, kv_dtype=torch.float16)
+    assert halves.storage.dtype == torch.float16 and halves.storage.num_bytes * 2 == full.storage.num_bytes
+    chunks = [StepChunk(p[:12], 0, table, True) for p, table in zip(prompts, TABLES)]  # one native step of 36 rows
+    full.decode_max_rows = halves.decode_max_rows = 64
+    full_logits, half_logits = full.execute(chunks), halves.execute(chunks)
+    for name in ("keys", "values"):
+        exact, rounded = getattr(full.storage[0], name), getattr(halves.storage[0], name)
+        assert rounded.abs().max() > 0  # written
+        assert torch.equal(rounded, kernels.to_halves(exact.contiguous()))
+        exact, rounded = getattr(full.storage[29], name), getattr(halves.storage[29], name)
+        assert (rounded.float() - exact).abs().max() < 0.02 * exact.abs().max()
+    assert (full_logits - half_logits).abs().max() < 0.1
+    assert full_logits.argmax(dim=-1).tolist() == half_logits.argmax(dim=-1).tolist()
 
 
 def test_a_step_over_the_row_limit_runs_the_torch_modules(exact_engine):

@@ -12,6 +12,7 @@ import torch
 
 from mcp.engine.engine import NativeEngine
 from mcp.engine.layers.attention import paged_attention_inputs
+from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.engine.sampler import SamplingParams
 from mcp.runtime.errors import ConfigError
@@ -147,10 +148,14 @@ def test_bad_chunks_and_storage_are_rejected(engine, runner, prompts):
         runner.execute([StepChunk([], 0, [1], True)])
     with pytest.raises(ConfigError, match="holds no block"):
         allocate_storage(engine.model, 1000, BLOCK)
-    wrong = allocate_storage(engine.model, _budget(engine), BLOCK)
-    wrong.dtype = torch.bfloat16
-    with pytest.raises(ValueError, match="allocate_storage"):
+    arch = engine.model.arch
+    wrong = PagedKVStorage(arch.num_layers, 4, BLOCK, arch.num_kv_heads, arch.head_dim * 2, torch.float32, "cpu")
+    with pytest.raises(ValueError, match=r"head dim\) \(30, 3, 128\); the model needs \(30, 3, 64\): "
+                                         "allocate it with allocate_storage"):
         ModelRunner(engine.model, wrong)
+    integers = PagedKVStorage(arch.num_layers, 4, BLOCK, arch.num_kv_heads, arch.head_dim, torch.int16, "cpu")
+    with pytest.raises(ValueError, match="holds torch.int16; it must hold a floating-point dtype"):
+        ModelRunner(engine.model, integers)
 
 
 def test_dropped_blocks_are_hidden_from_attention(engine, runner, prompts):

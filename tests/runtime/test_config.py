@@ -124,6 +124,7 @@ scheduler:
   max_waiting: 16
   block_size: 32
   kv_cache_bytes: 1000000000
+  kv_cache_dtype: f16
   enable_prefix_caching: false
   sink_tokens: 4
   window_tokens: 512
@@ -138,7 +139,7 @@ scheduler:
     loop = config.scheduler
     assert (loop.policy, loop.block_size, loop.kv_cache_bytes, loop.enable_prefix_caching, loop.aging_s) == (
         "fcfs", 32, 1_000_000_000, False, 4.0)
-    assert (loop.sink_tokens, loop.window_tokens) == (4, 512)
+    assert (loop.sink_tokens, loop.window_tokens, loop.kv_cache_dtype) == (4, 512, "f16")
     assert (loop.make_pacing().margin, loop.make_pacing().min_allowance) == (0.1, 0.75)
     assert (loop.scheduler.max_num_seqs, loop.scheduler.max_num_batched_tokens, loop.scheduler.max_waiting) == (
         8, 128, 16)
@@ -152,6 +153,7 @@ scheduler:
 def test_scheduler_defaults():
     loop = RuntimeConfig().scheduler
     assert (loop.policy, loop.block_size, loop.kv_cache_bytes, loop.kv_cache_memory_fraction) == ("slo", 16, None, 0.1)
+    assert loop.kv_cache_dtype == "auto"
     assert loop.enable_prefix_caching and loop.scheduler.max_num_seqs == 32
     assert loop.make_policy().name == "slo"
 
@@ -177,6 +179,8 @@ def test_auto_kv_budget_is_full_contexts_capped_by_free_memory():
         ("scheduler:\n  kv_cache_bytes: -5\n", "scheduler.kv_cache_bytes: must be a positive integer or auto"),
         ("scheduler:\n  kv_cache_bytes: lots\n", "scheduler.kv_cache_bytes"),
         ("scheduler:\n  kv_cache_memory_fraction: 1.5\n", "scheduler.kv_cache_memory_fraction"),
+        ("scheduler:\n  kv_cache_dtype: int8\n",
+         "scheduler.kv_cache_dtype: Input should be 'auto', 'fp32' or 'f16' (got 'int8')"),
         ("scheduler:\n  enable_prefix_caching: 'yes'\n", "scheduler.enable_prefix_caching"),
         ("scheduler:\n  aging_s: 0\n", "scheduler.aging_s"),
         ("scheduler:\n  pacing_margin: 1\n", "scheduler.pacing_margin"),

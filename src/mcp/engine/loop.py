@@ -37,6 +37,7 @@ from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.live import LiveRequest, LoopStats, StatsRecorder, chunk_token_ids
 from mcp.engine.loop_config import LoopConfig, kv_cache_budget
+from mcp.engine.precision import TORCH_DTYPES
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.request import Request, RequestStatus
@@ -279,9 +280,10 @@ def _step_error(request_id: str, exc: Exception) -> EngineError:
 
 def _storage(engine: NativeEngine, config: LoopConfig) -> PagedKVStorage:
     arch, model = engine.model.arch, engine.model
-    per_token = PagedKVStorage.bytes_per_block(arch.num_layers, 1, arch.num_kv_heads, arch.head_dim, model.dtype)
+    dtype = model.dtype if config.kv_cache_dtype == "auto" else TORCH_DTYPES[config.kv_cache_dtype]
+    per_token = PagedKVStorage.bytes_per_block(arch.num_layers, 1, arch.num_kv_heads, arch.head_dim, dtype)
     budget = kv_cache_budget(config, per_token, engine.max_context, available_memory_bytes(engine.device))
-    return allocate_storage(model, budget, config.block_size)
+    return allocate_storage(model, budget, config.block_size, dtype)
 
 
 def available_memory_bytes(device: torch.device) -> int:

@@ -18,6 +18,10 @@ from mcp.engine.scheduler.step import PacingConfig
 from mcp.runtime.errors import ConfigError
 
 POLICIES = ("slo", "fcfs")
+# What the KV cache holds: "auto" the activations' dtype (fp32 on a CPU with the native
+# kernels), "fp32", or "f16" (IEEE halves: half the memory and half the bytes read per
+# position; the native step rounds each new key and value once, as it writes them).
+KV_CACHE_DTYPES = ("auto", "fp32", "f16")
 # "auto" KV budget: room for max_num_seqs full-context sequences, but never more than this
 # share of the memory available when the model loads (the weights and activations need the
 # rest, and on a laptop other programs do too).
@@ -33,6 +37,7 @@ class LoopConfig:
     block_size: int = 16  # tokens per KV block
     kv_cache_bytes: int | None = None  # None: auto (see kv_cache_budget)
     kv_cache_memory_fraction: float = DEFAULT_KV_MEMORY_FRACTION
+    kv_cache_dtype: str = "auto"  # KV_CACHE_DTYPES
     enable_prefix_caching: bool = True
     sink_tokens: int = 0  # with a window: the first tokens every later token still attends to
     window_tokens: int | None = None  # None: off; else each sequence keeps its sinks and its last window_tokens
@@ -53,6 +58,9 @@ class LoopConfig:
             raise ConfigError(f"scheduler.block_size must be a positive integer, got {self.block_size}")
         if self.kv_cache_bytes is not None and self.kv_cache_bytes <= 0:
             raise ConfigError(f"scheduler.kv_cache_bytes must be positive or auto, got {self.kv_cache_bytes}")
+        if self.kv_cache_dtype not in KV_CACHE_DTYPES:
+            raise ConfigError(f"scheduler.kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)}, "
+                              f"got {self.kv_cache_dtype!r}")
         if not 0 < self.kv_cache_memory_fraction <= 1:
             raise ConfigError("scheduler.kv_cache_memory_fraction must be in (0, 1], "
                               f"got {self.kv_cache_memory_fraction}")

@@ -41,17 +41,19 @@ class StepChunk:
     samples: bool
 
 
-def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int) -> PagedKVStorage:
-    """As many KV blocks for ``model`` as fit in ``num_bytes`` (zeroed as steps first use them)."""
-    arch = model.arch
+def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int,
+                     dtype: torch.dtype | None = None) -> PagedKVStorage:
+    """As many KV blocks for ``model`` as fit in ``num_bytes`` (zeroed as steps first use them),
+    holding ``dtype`` (default: the model's activation dtype)."""
+    arch, dtype = model.arch, dtype or model.dtype
     shape = (arch.num_layers, block_size, arch.num_kv_heads, arch.head_dim)
-    num_blocks = PagedKVStorage.blocks_within(num_bytes, *shape, model.dtype)
+    num_blocks = PagedKVStorage.blocks_within(num_bytes, *shape, dtype)
     if num_blocks < 1:
-        per_block = PagedKVStorage.bytes_per_block(*shape, model.dtype)
+        per_block = PagedKVStorage.bytes_per_block(*shape, dtype)
         raise ConfigError(f"a KV cache budget of {num_bytes} bytes holds no block of {block_size} tokens "
                           f"({per_block} bytes); raise the budget or lower the block size")
     return PagedKVStorage(arch.num_layers, num_blocks, block_size, arch.num_kv_heads, arch.head_dim,
-                          model.dtype, model.embed_tokens.device)
+                          dtype, model.embed_tokens.device)
 
 
 class ModelRunner:
@@ -65,11 +67,13 @@ class ModelRunner:
     def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage, native_step: bool = False,
                  decode_max_rows: int = 16) -> None:
         arch = model.arch
-        expected = (arch.num_layers, arch.num_kv_heads, arch.head_dim, model.dtype)
-        found = (storage.num_layers, storage.num_kv_heads, storage.head_dim, storage.dtype)
+        expected = (arch.num_layers, arch.num_kv_heads, arch.head_dim)
+        found = (storage.num_layers, storage.num_kv_heads, storage.head_dim)
         if found != expected:
-            raise ValueError(f"the KV storage has (layers, kv heads, head dim, dtype) {found}; "
+            raise ValueError(f"the KV storage has (layers, kv heads, head dim) {found}; "
                              f"the model needs {expected}: allocate it with allocate_storage(model, ...)")
+        if not storage.dtype.is_floating_point:
+            raise ValueError(f"the KV storage holds {storage.dtype}; it must hold a floating-point dtype")
         self.model = model
         self.storage = storage
         self.device = model.embed_tokens.device

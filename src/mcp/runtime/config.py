@@ -73,6 +73,7 @@ class SchedulerSection(_Strict):
     block_size: int = pydantic.Field(16, gt=0)
     kv_cache_bytes: int | Literal["auto"] = "auto"
     kv_cache_memory_fraction: float = pydantic.Field(DEFAULT_KV_MEMORY_FRACTION, gt=0, le=1)
+    kv_cache_dtype: Literal["auto", "fp32", "f16"] = "auto"
     enable_prefix_caching: bool = True
     sink_tokens: int = pydantic.Field(0, ge=0)
     window_tokens: int | None = None
@@ -229,6 +230,7 @@ def _loop_config(section: SchedulerSection, source: str) -> LoopConfig:
         block_size=section.block_size,
         kv_cache_bytes=None if section.kv_cache_bytes == "auto" else section.kv_cache_bytes,
         kv_cache_memory_fraction=section.kv_cache_memory_fraction,
+        kv_cache_dtype=section.kv_cache_dtype,
         enable_prefix_caching=section.enable_prefix_caching,
         sink_tokens=section.sink_tokens,
         window_tokens=section.window_tokens,

@@ -43,6 +43,7 @@ GROUP_SIZE = 32
 _KINDS = {"int4": 0, "int8": 1}
 _OUT_DTYPES = (torch.float32, torch.bfloat16)
 _QPARAM_DTYPES = (torch.float32, torch.float16)
+KV_DTYPES = (torch.float32, torch.float16)  # what a paged KV cache the native attention reads may hold
 
 
 def available() -> bool:
@@ -173,12 +174,15 @@ def paged_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, t
     positions 0..``last`` of a paged cache keys/values [num_blocks, block_size, kv_heads, D]
     through ``table`` [max_blocks] (int64 block ids; -1: a dropped block, hidden), each kv
     head shared by heads / kv_heads consecutive query heads. softmax(q . k / sqrt(D)) . v per
-    head -> [heads, D], float32. ``part_positions`` (whole blocks): attend in parts of that
-    many positions and combine them, as the step does for a long row; 0: in one go."""
-    tensors = {"q": q, "keys": keys, "values": values}
-    for name, tensor in tensors.items():
-        if tensor.dtype != torch.float32 or not tensor.is_cpu or not tensor.is_contiguous():
-            raise ValueError(f"{name} must be a contiguous CPU float32 tensor, got {tensor.dtype} on {tensor.device}")
+    head -> [heads, D], float32. The cache is float32, or float16 (widened as it is read).
+    ``part_positions`` (whole blocks): attend in parts of that many positions and combine
+    them, as the step does for a long row; 0: in one go."""
+    for name, tensor, dtypes in (("q", q, (torch.float32,)), ("keys", keys, KV_DTYPES), ("values", values, KV_DTYPES)):
+        if tensor.dtype not in dtypes or not tensor.is_cpu or not tensor.is_contiguous():
+            wanted = " or ".join(str(dtype).removeprefix("torch.") for dtype in dtypes)
+            raise ValueError(f"{name} must be a contiguous CPU {wanted} tensor, got {tensor.dtype} on {tensor.device}")
+    if values.dtype != keys.dtype:
+        raise ValueError(f"keys and values must share a dtype, got {keys.dtype} and {values.dtype}")
     if keys.dim() != 4 or values.shape != keys.shape or q.dim() != 2 or q.shape[1] != keys.shape[3]:
         raise ValueError(f"keys and values must be [num_blocks, block_size, kv_heads, D] alike and q [heads, D]; "
                          f"got {list(keys.shape)}, {list(values.shape)}, {list(q.shape)}")
@@ -202,7 +206,18 @@ def paged_attention(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, t
     for kv_head in range(kv_heads):
         _require().attend_group(q[kv_head * group:].data_ptr(), keys.data_ptr(), values.data_ptr(), table.data_ptr(),
                                 block_size, kv_heads, kv_head, group, head_dim, last, part_positions,
-                                scores.data_ptr(), out[kv_head * group:].data_ptr())
+                                scores.data_ptr(), out[kv_head * group:].data_ptr(), int(keys.dtype == torch.float16))
+    return out
+
+
+def to_halves(x: torch.Tensor) -> torch.Tensor:
+    """A contiguous CPU float32 tensor rounded to float16 the way the native step writes a KV
+    cache of halves (nearest even, on the current instruction set); torch's ``.half()`` rounds
+    the same way."""
+    if x.dtype != torch.float32 or not x.is_cpu or not x.is_contiguous():
+        raise ValueError(f"x must be a contiguous CPU float32 tensor, got {x.dtype} on {x.device}")
+    out = torch.empty(x.shape, dtype=torch.float16)
+    _require().to_halves(x.data_ptr(), out.data_ptr(), x.numel())
     return out
 
 

@@ -50,9 +50,9 @@ class PagedLayer:
         self._flat_values = values.view(num_blocks * block_size, kv_heads, dim)
 
     def write(self, k: torch.Tensor, v: torch.Tensor, slots: torch.Tensor) -> None:
-        """Store the new tokens' k/v [N, KVH, D] at flat ``slots`` [N]."""
-        self._flat_keys.index_copy_(0, slots, k)
-        self._flat_values.index_copy_(0, slots, v)
+        """Store the new tokens' k/v [N, KVH, D] at flat ``slots`` [N], in the cache's dtype."""
+        self._flat_keys.index_copy_(0, slots, k.to(self.keys.dtype))
+        self._flat_values.index_copy_(0, slots, v.to(self.values.dtype))
 
     def gather(self, blocks: torch.Tensor, kv_len: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Keys and values [B, KVH, kv_len, D] of rows whose block tables are ``blocks`` [B, num_blocks].

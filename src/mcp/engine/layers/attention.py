@@ -215,5 +215,7 @@ class Attention(torch.nn.Module):
         rows, heads, dim = group.num_rows, self.num_heads, self.head_dim
         queries = q[group.token_start:group.token_stop].view(rows, -1, heads, dim).transpose(1, 2)  # [B, H, T, D]
         keys, values = cache.gather(group.blocks, group.kv_len)  # [B, KVH, kv_len, D]
+        if keys.dtype != q.dtype:  # a cache of halves under fp32 activations: widened for SDPA
+            keys, values = keys.to(q.dtype), values.to(q.dtype)
         out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=group.mask, enable_gqa=True)
         return out.transpose(1, 2).reshape(-1, heads, dim)  # out: [B, H, T, D]

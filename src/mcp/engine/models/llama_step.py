@@ -44,7 +44,8 @@ class NativeDecodeStep:
         self._dims = torch.tensor([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
                                    arch.intermediate_size, storage.num_blocks, storage.block_size,
                                    rotary.cos.shape[0], rotary.cos.data_ptr(), rotary.sin_signed.data_ptr(),
-                                   model.norm.weight.data_ptr()], dtype=torch.int64)
+                                   model.norm.weight.data_ptr(), int(storage.dtype == torch.float16)],
+                                  dtype=torch.int64)
         self._eps = float(arch.rms_norm_eps)
 
     @classmethod
@@ -74,8 +75,9 @@ def unsupported(model: LlamaForCausalLM, storage: PagedKVStorage) -> str:
     """Why the native step cannot run ``model`` over ``storage``, or "" when it can."""
     if not kernels.available():
         return f"the native kernels are not built ({kernels.BUILD_ERROR})"
-    if model.dtype != torch.float32 or storage.dtype != torch.float32:
-        return f"activations and KV cache must be float32, not {model.dtype} and {storage.dtype}"
+    if model.dtype != torch.float32 or storage.dtype not in (torch.float32, torch.float16):
+        return (f"activations must be float32 and the KV cache float32 or float16, not {model.dtype} and "
+                f"{storage.dtype}")
     if model.embed_tokens.device.type != "cpu":
         return "the model is not on the CPU"
     for index, layer in enumerate(model.layers):

@@ -81,16 +81,24 @@ void rotate(float* head, const float* cos, const float* sin_signed, int64_t D) {
   for (int64_t j = 0; j < D; ++j) head[j] = head[j] * cos[j] + swapped[j] * sin_signed[j];
 }
 
-// RoPE on every q and k head of row m, then its k and v into the cache slot of its position.
+// RoPE on every q and k head of row m, then its k and v into the cache slot of its position
+// (rounded to halves for a cache of halves).
 void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& rows, float* qkv, int64_t m) {
   const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D;
   const int64_t p = rows.positions[m];
   float* row = qkv + m * width;
   for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, d.cos + p * D, d.sin_signed + p * D, D);
   const int64_t block = rows.tables[m * rows.max_blocks + p / d.block_size];
-  const int64_t slot = (block * d.block_size + p % d.block_size) * d.kv_heads * D;
-  std::copy(row + d.heads * D, row + (d.heads + d.kv_heads) * D, layer.keys + slot);
-  std::copy(row + (d.heads + d.kv_heads) * D, row + width, layer.values + slot);
+  const int64_t slot = (block * d.block_size + p % d.block_size) * d.kv_heads * D, n = d.kv_heads * D;
+  const float* k = row + d.heads * D;
+  const float* v = k + n;
+  if (d.kv_f16) {
+    to_halves(k, static_cast<uint16_t*>(layer.keys) + slot, n);
+    to_halves(v, static_cast<uint16_t*>(layer.values) + slot, n);
+  } else {
+    std::copy(k, k + n, static_cast<float*>(layer.keys) + slot);
+    std::copy(v, v + n, static_cast<float*>(layer.values) + slot);
+  }
 }
 
 // Task t of the step's attention: the query heads of row m that share kv head h,
@@ -105,7 +113,7 @@ void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scr
   const int64_t first_head = task.m * d.heads + task.h * group;
   GroupAttention a{s.qkv.data() + task.m * width + task.h * group * D, layer.keys, layer.values,
                    rows.tables + task.m * rows.max_blocks, d.block_size, d.kv_heads, task.h, group, D, task.last,
-                   1.0f / std::sqrt(static_cast<float>(D)), task.from};
+                   1.0f / std::sqrt(static_cast<float>(D)), task.from, d.kv_f16};
   float* scores = s.scores.data() + first_head * max_len + task.from * group;
   if (task.parts == 1) {
     attend_group(a, scores, s.attn.data() + first_head * D);

@@ -24,8 +24,8 @@ struct LayerRef {
   const float* post_norm;  // [hidden]
   MatrixRef gate_up;  // [2 * I, hidden]: gate rows, then up
   MatrixRef down;  // [hidden, I]
-  float* keys;  // [num_blocks, block_size, KVH, D]: the paged cache, written in place
-  float* values;
+  void* keys;  // [num_blocks, block_size, KVH, D]: the paged cache, written in place, float or
+  void* values;  // IEEE halves (ModelDims::kv_f16)
 };
 
 struct ModelDims {
@@ -35,6 +35,7 @@ struct ModelDims {
   const float* cos;  // [max_positions, D] rotate-half tables (layers/rotary.py)
   const float* sin_signed;  // [max_positions, D]: (-sin, sin)
   const float* final_norm;  // [hidden]
+  bool kv_f16;  // the KV cache holds IEEE halves (uint16_t) instead of floats
 };
 
 struct StepRows {

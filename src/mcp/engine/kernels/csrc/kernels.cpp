@@ -58,6 +58,16 @@ struct Isa {
       _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i))));
     for (; i < n; ++i) out[i] = half(p[i]);
   }
+  static V load_halves(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static void to_halves(const float* x, uint16_t* out, int64_t n) {  // rounded to nearest even
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                          _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) out[i] = to_f16(x[i]);
+  }
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
@@ -138,6 +148,16 @@ struct Isa {
     for (; i + 8 <= n; i += 8)
       _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
     for (; i < n; ++i) out[i] = half(p[i]);
+  }
+  static V load_halves(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void to_halves(const float* x, uint16_t* out, int64_t n) {  // rounded to nearest even
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i) out[i] = to_f16(x[i]);
   }
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }
@@ -256,6 +276,10 @@ struct Isa {
   static float half(uint16_t h) { return from_f16(h); }
   static void halves(const uint16_t* p, float* out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = from_f16(p[i]);
+  }
+  static V load_halves(const uint16_t* p) { return from_f16(*p); }
+  static void to_halves(const float* x, uint16_t* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = to_f16(x[i]);
   }
   static V zero() { return 0.0f; }
   static V load(const float* p) { return *p; }
@@ -409,6 +433,16 @@ float dot_f32(const float* a, const float* b, int64_t n) {
     case Isa::kAvx2: return avx2::dot_f32(a, b, n);
 #endif
     default: return scalar::dot_f32(a, b, n);
+  }
+}
+
+void to_halves(const float* x, uint16_t* out, int64_t n) {
+  switch (current_isa()) {
+#if defined(__x86_64__)
+    case Isa::kAvx512: avx512::Isa::to_halves(x, out, n); break;
+    case Isa::kAvx2: avx2::Isa::to_halves(x, out, n); break;
+#endif
+    default: scalar::Isa::to_halves(x, out, n);
   }
 }
 

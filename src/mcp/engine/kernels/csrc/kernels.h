@@ -1,6 +1,7 @@
 // Weight-only quantized matrix kernels for the CPU: the shared definitions.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -75,6 +76,24 @@ inline float from_f16(uint16_t h) {  // IEEE half to float, exactly (subnormals 
   return out;
 }
 
+// float to IEEE half, rounded to nearest even as F16C's vcvtps2ph and torch's .half() round:
+// past 65504 it is infinity, below 2^-14 a subnormal, NaN stays a (quiet) NaN
+inline uint16_t to_f16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u;
+  if (magnitude >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up round to infinity
+  if (magnitude >= 0x38800000u) {  // a normal half: rebias the exponent (127 - 15), round 13 bits off
+    uint32_t rebiased = magnitude - 0x38000000u;
+    rebiased += 0xfffu + ((rebiased >> 13) & 1u);
+    return sign | static_cast<uint16_t>(rebiased >> 13);
+  }
+  // a subnormal half counts units of 2^-24: times 2^24 is exact, and nearbyint rounds to even
+  return sign | static_cast<uint16_t>(std::nearbyint(std::fabs(value) * 16777216.0f));
+}
+
 inline float from_bf16(uint16_t value) {
   uint32_t bits = static_cast<uint32_t>(value) << 16;
   float out;
@@ -122,18 +141,21 @@ void dequantize(const DequantArgs& args, int num_threads);
 
 // sum a[i] * b[i] on the current instruction set.
 float dot_f32(const float* a, const float* b, int64_t n);
+// out[i] = to_f16(x[i]): a KV cache of halves takes its new keys and values this way.
+void to_halves(const float* x, uint16_t* out, int64_t n);
 
 // The query heads of one row that share one kv head (grouped-query attention) against a paged
 // cache [num_blocks, block_size, kv_heads, D]: positions 0..last through the row's block
 // table (-1: a block the sliding window dropped, hidden).
 struct GroupAttention {
   const float* q;  // [heads, D]
-  const float* keys;
-  const float* values;
+  const void* keys;  // float, or IEEE halves (uint16_t) where kv_f16
+  const void* values;
   const int64_t* table;
   int64_t block_size, kv_heads, kv_head, heads, D, last;
   float scale;  // of the scores: 1 / sqrt(D)
   int64_t from = 0;  // the first position (a block's first): attend_group_part's part
+  bool kv_f16 = false;  // the cache holds halves, widened to float as they are read
 };
 // out [heads, D] = softmax(q_g . k_t * scale) . v_t over the visible t, per head g;
 // scores [heads, last + 1] is scratch.

@@ -91,7 +91,7 @@ PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 constexpr int kLayerFields = 29;  // one row of the layer table (see read_layer)
-constexpr int kDimFields = 11;
+constexpr int kDimFields = 12;  // the dims vector (see read_dims)
 
 mcp_kernels::MatrixRef read_matrix(const long long* f) {  // kind, codes, qparams, qparams_f16, N, K
   return {static_cast<WeightKind>(f[0]), reinterpret_cast<const void*>(f[1]), reinterpret_cast<const void*>(f[2]),
@@ -103,15 +103,15 @@ mcp_kernels::MatrixRef read_matrix(const long long* f) {  // kind, codes, qparam
 mcp_kernels::LayerRef read_layer(const long long* f) {
   return {reinterpret_cast<const float*>(f[0]), read_matrix(f + 1), reinterpret_cast<const float*>(f[7]),
           read_matrix(f + 8), reinterpret_cast<const float*>(f[14]), read_matrix(f + 15), read_matrix(f + 21),
-          reinterpret_cast<float*>(f[27]), reinterpret_cast<float*>(f[28])};
+          reinterpret_cast<void*>(f[27]), reinterpret_cast<void*>(f[28])};
 }
 
 // dims: hidden, heads, kv_heads, head_dim, intermediate, num_blocks, block_size, max_positions,
-// cos, sin_signed, final_norm (pointers as integers)
+// cos, sin_signed, final_norm (pointers as integers), kv_f16 (1: a KV cache of halves, 0: floats)
 mcp_kernels::ModelDims read_dims(const long long* f, double eps) {
   return {f[0], f[1], f[2], f[3], f[4], static_cast<float>(eps), f[5], f[6], f[7],
           reinterpret_cast<const float*>(f[8]), reinterpret_cast<const float*>(f[9]),
-          reinterpret_cast<const float*>(f[10])};
+          reinterpret_cast<const float*>(f[10]), f[11] != 0};
 }
 
 // decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, x_digits, num_threads)
@@ -151,17 +151,18 @@ PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// attend_group(q, keys, values, table, block_size, kv_heads, kv_head, heads, D, last, part, scores, out):
-// one row's query heads that share a kv head, as the decode step attends: whole (part 0), or
-// in parts of `part` positions, combined after (the Python wrapper,
-// mcp.engine.kernels.paged_attention, checks every shape and block id)
+// attend_group(q, keys, values, table, block_size, kv_heads, kv_head, heads, D, last, part, scores, out,
+// kv_f16): one row's query heads that share a kv head, as the decode step attends: whole (part
+// 0), or in parts of `part` positions, combined after; keys and values are floats, or halves
+// where kv_f16 is 1 (the Python wrapper, mcp.engine.kernels.paged_attention, checks every shape,
+// dtype and block id)
 PyObject* py_attend_group(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[13];
-  if (!read_ints(args, nargs, 13, v)) return nullptr;
-  const mcp_kernels::GroupAttention a{reinterpret_cast<const float*>(v[0]), reinterpret_cast<const float*>(v[1]),
-                                      reinterpret_cast<const float*>(v[2]), reinterpret_cast<const int64_t*>(v[3]),
+  long long v[14];
+  if (!read_ints(args, nargs, 14, v)) return nullptr;
+  const mcp_kernels::GroupAttention a{reinterpret_cast<const float*>(v[0]), reinterpret_cast<const void*>(v[1]),
+                                      reinterpret_cast<const void*>(v[2]), reinterpret_cast<const int64_t*>(v[3]),
                                       v[4], v[5], v[6], v[7], v[8], v[9],
-                                      1.0f / std::sqrt(static_cast<float>(v[8]))};
+                                      1.0f / std::sqrt(static_cast<float>(v[8])), 0, v[13] != 0};
   const int64_t part = v[10], heads = v[7], D = v[8];
   float* scores = reinterpret_cast<float*>(v[11]);
   float* out = reinterpret_cast<float*>(v[12]);
@@ -180,6 +181,15 @@ PyObject* py_attend_group(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     mcp_kernels::combine_parts(outs.data(), stats.data(), parts, heads, D, out);
   }
   Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+// to_halves(x, out, n): out [n] IEEE halves = x [n] floats rounded to nearest even, as the
+// decode step writes a KV cache of halves
+PyObject* py_to_halves(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  long long v[3];
+  if (!read_ints(args, nargs, 3, v)) return nullptr;
+  mcp_kernels::to_halves(reinterpret_cast<const float*>(v[0]), reinterpret_cast<uint16_t*>(v[1]), v[2]);
   Py_RETURN_NONE;
 }
 
@@ -202,6 +212,8 @@ PyMethodDef methods[] = {
      "one decode step of a Llama decoder over a paged KV cache (raw pointers; see mcp.engine.models.llama_step)"},
     {"attend_group", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_attend_group)), METH_FASTCALL,
      "grouped-query attention of one row over a paged KV cache (raw pointers; see mcp.engine.kernels)"},
+    {"to_halves", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_to_halves)), METH_FASTCALL,
+     "floats to IEEE halves, as the decode step writes a KV cache of halves (raw pointers)"},
     {"isa", py_isa, METH_NOARGS, "the instruction set the kernels use"},
     {"set_isa", py_set_isa, METH_O, "force an instruction set: avx512, avx2 or scalar; False if unsupported"},
     {nullptr, nullptr, 0, nullptr},
