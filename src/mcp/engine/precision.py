@@ -43,8 +43,12 @@ DECODE_MAX_ROWS_DEQUANTIZING = 128
 # dequantized once into L1, so a whole SmolLM2 layer stack costs ~27 ms at 17 rows and ~42
 # ms at 32, where dequantizing every matrix for a dense GEMM (even AMX's bf16) and converting
 # the activations costs ~40 ms at any row count: on an AMX CPU the native kernels run up to
-# 32 rows (measured, 2 threads, Xeon with AMX; AVX2 kernels: 34 ms at 17 rows).
-DECODE_MAX_ROWS_NATIVE_AMX = 32
+# 40 rows (measured, 2 threads, Xeon with AMX; AVX2 kernels: 34 ms at 17 rows). With the
+# weight prefetch built and the step in one call, the time to first token of a prompt through
+# the native step against AMX's GEMM (the two limits' models in one process, alternating,
+# 2026-12-05, Xeon with AMX): 37 tokens 0.91x (15 of 15 rounds), 41 tokens 0.98x (a tie),
+# 56 tokens 1.14x and 80 tokens 1.46x (AMX faster in every round); the limit sits at the tie.
+DECODE_MAX_ROWS_NATIVE_AMX = 40
 # Without AMX the dense prefill GEMM is fp32, or bf16 at AVX512-BF16's rate, over weights
 # dequantized per call (~120 ms for SmolLM2's layers on 2 AVX2 cores before a single
 # product), so the native kernels stay ahead far longer. AVX2 (AMD EPYC, 2026-12-04): a
