@@ -22,16 +22,19 @@
 
 namespace mcp_kernels {
 
-// Whether the one-row dot takes its weight rows in the wide tiles (Isa::kRowTile1Wide) rather
-// than the narrow ones. On an Intel Xeon with AVX-512 (Sapphire Rapids class, 2 threads, the
-// two builds alternated in one process, 2026-12-05) 12-row tiles made the whole batch-1 decode
-// 1.15-1.2x faster than 4-row ones (8 rows: 1.15x, 16: 1.07x; prefetching 24 rows ahead with
-// 4-row tiles instead: 1.0x, so it is the tile, not the prefetch distance). Those figures
-// predate the weight prefetch's first real build (tiles.inc, prefetch_line), so Intel's best
-// tile may differ now. On AMD EPYC (Zen 4), with the prefetch, 12 and 8 rows ran as fast as 4
-// (1.00x, 0.99x, 2026-12-05), so other CPUs keep the narrow tiles. The sums are the same
-// either way: each weight row has its own accumulator whatever tile it is in.
-static bool wide_one_row_tiles() {
+// Whether the one-row dot runs as on Intel CPUs: the weight rows in the wide tiles
+// (Isa::kRowTile1Wide, where the instruction set has them) and no software prefetch of the
+// weights, rather than narrow tiles that prefetch two tiles ahead (tiles.inc, matmul_range).
+// Measured with 2 threads, the builds alternated in one process (kernels_ab.py), 2026-12-05:
+// - Intel Xeon with AVX-512 (Sapphire Rapids class), before any build had the prefetch:
+//   12-row tiles 1.15-1.2x faster batch-1 decode than 4-row ones (8 rows 1.15x, 16 1.07x).
+// - Intel Xeon with AVX-512 and AMX (model 207), with the prefetch built: dropping it 1.12x
+//   faster with 12-row tiles (9 of 12 rounds), 1.37x on AVX2 (10 of 10); with the prefetch, 12
+//   rows against 4 1.07x and 1.00x in two runs.
+// - AMD EPYC (Zen 4): the prefetch 1.25-1.37x faster; with it, 12 and 8 rows as fast as 4.
+// The sums are the same either way: each weight row has its own accumulator whatever tile it
+// is in, and a prefetch changes no value.
+static bool intel_one_row_dot() {
 #if defined(__x86_64__)
   static const bool intel = (__builtin_cpu_init(), __builtin_cpu_is("intel"));
   return intel;
@@ -48,7 +51,7 @@ struct Isa {
   using V = __m512;
   static constexpr int kLanes = 16;
   static constexpr int kRowTile1 = 4;  // weight rows per tile with one activation row
-  static constexpr int kRowTile1Wide = 12;  // the same on Intel CPUs (wide_one_row_tiles)
+  static constexpr int kRowTile1Wide = 12;  // the same on Intel CPUs (intel_one_row_dot)
   static constexpr int kRowTileN = 6;  // several activation rows: 6 dequantized weight rows x 4 activation rows
   static constexpr int kActTile = 4;  // (24 accumulators of the 32 registers; measured against 4x4, 4x6, 8x3)
   static float half(uint16_t h) { return _cvtsh_ss(h); }
