@@ -55,14 +55,13 @@ struct Isa {
   static constexpr int kRowTileN = 6;  // several activation rows: 6 dequantized weight rows x 4 activation rows
   static constexpr int kActTile = 4;  // (24 accumulators of the 32 registers; measured against 4x4, 4x6, 8x3)
   static float half(uint16_t h) { return _cvtsh_ss(h); }
-  static void halves(const uint16_t* p, float* out, int64_t n) {  // n IEEE halves to floats
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16)
-      _mm512_storeu_ps(out + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + i))));
-    for (; i < n; ++i) out[i] = half(p[i]);
-  }
   static V load_halves(const uint16_t* p) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static void halves(const uint16_t* p, float* out, int64_t n) {  // n IEEE halves to floats
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, load_halves(p + i));
+    for (; i < n; ++i) out[i] = half(p[i]);
   }
   static void to_halves(const float* x, uint16_t* out, int64_t n) {  // rounded to nearest even
     int64_t i = 0;
@@ -146,14 +145,13 @@ struct Isa {
   static constexpr int kRowTileN = 3;  // 9 accumulators of the 16 registers (2x2: 1.4x slower at 16 rows)
   static constexpr int kActTile = 3;
   static float half(uint16_t h) { return _cvtsh_ss(h); }
-  static void halves(const uint16_t* p, float* out, int64_t n) {  // n IEEE halves to floats
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i))));
-    for (; i < n; ++i) out[i] = half(p[i]);
-  }
   static V load_halves(const uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static void halves(const uint16_t* p, float* out, int64_t n) {  // n IEEE halves to floats
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, load_halves(p + i));
+    for (; i < n; ++i) out[i] = half(p[i]);
   }
   static void to_halves(const float* x, uint16_t* out, int64_t n) {  // rounded to nearest even
     int64_t i = 0;
@@ -277,10 +275,10 @@ struct Isa {
   static constexpr int kRowTileN = 2;
   static constexpr int kActTile = 2;
   static float half(uint16_t h) { return from_f16(h); }
-  static void halves(const uint16_t* p, float* out, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) out[i] = from_f16(p[i]);
-  }
   static V load_halves(const uint16_t* p) { return from_f16(*p); }
+  static void halves(const uint16_t* p, float* out, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) out[i] = load_halves(p + i);
+  }
   static void to_halves(const float* x, uint16_t* out, int64_t n) {
     for (int64_t i = 0; i < n; ++i) out[i] = to_f16(x[i]);
   }
