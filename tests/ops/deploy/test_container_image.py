@@ -145,7 +145,7 @@ class Cluster:
 
     def tear_down(self) -> None:
         for name in self.containers:
-            docker("rm", "-f", name, check=False)
+            docker("rm", "-f", "-v", name, check=False)
         docker("network", "rm", self.network, check=False)
         docker("volume", "rm", "-f", self.volume, check=False)
 
@@ -323,7 +323,7 @@ def test_the_init_container_compiles_the_model_the_host_compiles(cluster: Cluste
     try:
         docker("cp", f"{copy}:/models/models/smollm2-135m-instruct.mcp", str(tmp_path / "pulled.mcp"))
     finally:
-        docker("rm", copy)
+        docker("rm", "-v", copy)
     assert tensors(tmp_path / "pulled.mcp") == tensors(smollm2_auto_mcp)
 
 
