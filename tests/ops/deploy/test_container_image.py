@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[3]
 K8S = ROOT / "deploy" / "k8s"
 CI_BASE_IMAGE = "mcp2026-ci/python:3.11-bookworm"
 IMAGE = "mcp2026/mcp2026:ci"
+PULLED = "/models/models/smollm2-135m-instruct.mcp"  # where pull-model compiles the default model
 MESSAGES = [{"role": "user", "content": "Name three colours."}]
 
 
@@ -149,10 +150,20 @@ class Cluster:
         docker("network", "rm", self.network, check=False)
         docker("volume", "rm", "-f", self.volume, check=False)
 
+    @property
+    def engine_pod(self) -> dict:
+        """The engine Rollout's pod spec."""
+        return pod_of(self.objects, "Rollout", "mcp2026-engine")
+
+    def stat_model(self, fmt: str) -> str:
+        """`stat -c fmt` of the compiled model in the volume, from inside the image."""
+        return docker("run", "--rm", "--volume", f"{self.volume}:/models", "--entrypoint", "stat", self.image,
+                      "-c", fmt, PULLED).stdout.strip()
+
     def secret(self, name: str, key: str) -> str:
         return self.objects[("Secret", name)]["stringData"][key]
 
-    def config_map(self, name: str, edit=None) -> Path:
+    def config_map(self, name: str, edit: Callable[[str, str], str] | None = None) -> Path:
         """The ConfigMap's files in a folder of their own, to mount as the pod would."""
         folder = self.folder / f"{name}-{uuid.uuid4().hex[:6]}"
         folder.mkdir()
@@ -253,14 +264,14 @@ def tensors(path: Path) -> list[tuple]:
 @pytest.fixture(scope="module")
 def pulled(cluster: Cluster) -> subprocess.CompletedProcess:
     """The Rollout's pull-model init container, run once on the empty model volume."""
-    pod = pod_of(cluster.objects, "Rollout", "mcp2026-engine")
+    pod = cluster.engine_pod
     [init] = pod["initContainers"]
     return cluster.run_once(pod, init)
 
 
 @pytest.fixture(scope="module")
 def engine(cluster: Cluster, pulled: subprocess.CompletedProcess) -> Container:
-    pod = pod_of(cluster.objects, "Rollout", "mcp2026-engine")
+    pod = cluster.engine_pod
     [container] = pod["containers"]
     # The image's own HEALTHCHECK, run every second instead of every 15 s.
     engine = cluster.start(pod, container, alias="mcp2026-engine", extra=("--health-interval", "1s"))
@@ -313,29 +324,25 @@ def test_the_image_runs_as_the_dockerfile_says(image: str) -> None:
 def test_the_init_container_compiles_the_model_the_host_compiles(cluster: Cluster, pulled, smollm2_auto_mcp: Path,
                                                                   tmp_path: Path) -> None:
     assert pulled.returncode == 0, pulled.stdout + pulled.stderr
-    assert pulled.stdout.strip().splitlines()[-1] == "/models/models/smollm2-135m-instruct.mcp"
+    assert pulled.stdout.strip().splitlines()[-1] == PULLED
     # The file in the volume belongs to the pod's user and holds the host's compile, tensor for
     # tensor (the header's time and licence text differ from a compile without the catalog).
-    owner = docker("run", "--rm", "--volume", f"{cluster.volume}:/models", "--entrypoint", "stat", cluster.image,
-                   "-c", "%u:%g", "/models/models/smollm2-135m-instruct.mcp")
-    assert owner.stdout.strip() == "10001:10001"
+    assert cluster.stat_model("%u:%g") == "10001:10001"
     copy = docker("create", "--volume", f"{cluster.volume}:/models", cluster.image).stdout.strip()
     try:
-        docker("cp", f"{copy}:/models/models/smollm2-135m-instruct.mcp", str(tmp_path / "pulled.mcp"))
+        docker("cp", f"{copy}:{PULLED}", str(tmp_path / "pulled.mcp"))
     finally:
         docker("rm", "-v", copy)
     assert tensors(tmp_path / "pulled.mcp") == tensors(smollm2_auto_mcp)
 
 
 def test_a_second_pod_finds_the_model_in_the_volume(cluster: Cluster, pulled) -> None:
-    pod = pod_of(cluster.objects, "Rollout", "mcp2026-engine")
-    stat = ("run", "--rm", "--volume", f"{cluster.volume}:/models", "--entrypoint", "stat", cluster.image,
-            "-c", "%Y", "/models/models/smollm2-135m-instruct.mcp")
-    before = docker(*stat).stdout
+    pod = cluster.engine_pod
+    before = cluster.stat_model("%Y")
     again = cluster.run_once(pod, pod["initContainers"][0])
     assert again.returncode == 0, again.stdout + again.stderr
-    assert again.stdout.strip().splitlines()[-1] == "/models/models/smollm2-135m-instruct.mcp"
-    assert docker(*stat).stdout == before  # not compiled again
+    assert again.stdout.strip().splitlines()[-1] == PULLED
+    assert cluster.stat_model("%Y") == before  # not compiled again
 
 
 def test_the_engine_answers_what_the_sdk_answers(cluster: Cluster, engine: Container, host_answer: str) -> None:
@@ -376,7 +383,7 @@ def test_the_site_policy_refuses_by_its_rule_once_governance_is_on(cluster: Clus
         config["serving"]["governance"] = {"policy_bundle": "/etc/mcp2026-policies"}
         return yaml.safe_dump(config)
 
-    pod = pod_of(cluster.objects, "Rollout", "mcp2026-engine")
+    pod = cluster.engine_pod
     [container] = pod["containers"]
     governed = cluster.start(pod, container, alias="mcp2026-engine-governed",
                              config_maps={"mcp2026-config": cluster.config_map("mcp2026-config", with_governance)})
