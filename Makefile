@@ -46,6 +46,7 @@ demo: $(STAMP) mcp-config.yaml
 # The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
 # The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
 # The image test builds the Dockerfile: .ci/container starts a Docker daemon and makes its base image.
+# --durations lists the 25 slowest tests, to keep an eye on the suite's time on 2 cores.
 test: $(TEST_STAMP)
 	bash .ci/postgres
 	bash .ci/ops-tools
@@ -53,7 +54,7 @@ test: $(TEST_STAMP)
 	bash .ci/tpm
 	bash .ci/browser
 	bash .ci/openssl
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not cuda"
