@@ -247,7 +247,7 @@ def _notes(results: dict, ours_info: dict, gbps: float | None) -> list[str]:
         mcp_bytes = ours_info["mcp_tensor_bytes"]
         bound = f", bound {gbps * 1e9 / mcp_bytes:.0f} tok/s" if gbps else ""
         lines.append(f"- ours: weights read per token = the loaded module's parameters and buffers "
-                     f"(unique storages, rotary tables left out), precision {ours_info.get('precision')}; "
+                     f"(each tensor once, rotary tables left out), precision {ours_info.get('precision')}; "
                      f"the .mcp file's tensor data is {mcp_bytes / 1e6:.1f} MB{bound}")
     lines.append("- llama.cpp: weights = llama_model_size(); transformers: fp32 parameters, tied head once")
     for engine, result in results.items():

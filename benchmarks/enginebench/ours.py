@@ -110,17 +110,20 @@ def _warm_loads(session, model, spec: WorkerSpec) -> list[float]:
 
 
 def loaded_weight_bytes(model) -> int:
-    """Bytes of the loaded module's weights (unique storages; rotary tables left out)."""
+    """Bytes of the loaded module's weight tensors, each view counted once (rotary tables left out).
+
+    Per tensor, not per storage: the weights are views into one memory map of the whole file,
+    so counting storages gave the file's size, tensors that decode never reads included."""
     module = model.engine.model
     seen, total = set(), 0
     tensors = [*module.named_parameters(), *module.named_buffers()]
     for name, tensor in tensors:
         if "rotary" in name:
             continue
-        storage = tensor.untyped_storage()
-        if storage.data_ptr() not in seen:
-            seen.add(storage.data_ptr())
-            total += storage.nbytes()
+        view = (tensor.data_ptr(), tensor.nbytes)
+        if view not in seen:
+            seen.add(view)
+            total += tensor.nbytes
     return total
 
 

@@ -16,6 +16,8 @@ SCRIPT = ROOT / "benchmarks" / "engine.py"
 sys.path.insert(0, str(SCRIPT.parent))
 
 from enginebench import report  # noqa: E402
+from mcp.modelfile.reader import open_model  # noqa: E402
+from mcp.modelfile.spec import SCALE_ZERO_SUFFIX  # noqa: E402
 
 NUMBER = r"\d+(?:\.\d+)?"
 CELL = re.compile(rf"^{NUMBER}(?: \[{NUMBER}-{NUMBER}\])?\*?$")  # "*": a fallback footnote
@@ -28,7 +30,7 @@ ROW_PREFIXES = (
 
 
 @pytest.mark.slow
-def test_quick_run_of_ours_prints_every_figure(tmp_path: Path) -> None:
+def test_quick_run_of_ours_prints_every_figure(tmp_path: Path, smollm2_auto_mcp: Path) -> None:
     raw = tmp_path / "samples.json"
     done = subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--engines", "ours", "--json", str(raw)],
@@ -46,6 +48,12 @@ def test_quick_run_of_ours_prints_every_figure(tmp_path: Path) -> None:
     samples = json.loads(raw.read_text())["results"]["ours"]["figures"]
     assert len(samples["pp_tps"]) == 2 and all(v > 0 for v in samples["pp_tps"])
     assert len(samples["load_cold_ms"]) == 2  # one fresh process per cold sample
+    # The weights a decode reads: every tensor of the file but the scale/zero pairs kept for
+    # PyTorch's int4 kernel, which the native kernels do not use; not the file's whole size.
+    with open_model(smollm2_auto_mcp) as model:
+        read = sum(model.tensor(spec.name).nbytes for spec in model.header.tensors
+                   if not spec.name.endswith(SCALE_ZERO_SUFFIX))
+    assert json.loads(raw.read_text())["results"]["ours"]["info"]["weight_bytes"] == read
 
 
 def _cell(row: str, column: int) -> str:
