@@ -2,9 +2,9 @@
 ``python soak_run.py MODEL.mcp [REQUESTS [LEAK]]`` prints one JSON object with what the test checks.
 
 Its own process, so that the resident memory it reads is the engine loop's alone: inside the
-test runner, what ~2,000 earlier tests left (threads of the libraries their modules imported,
-their caches) moved it too (+12 and +25 MiB in two CI runs where a process of its own stays
-within 1 MiB)."""
+test runner it grew by +25 and +12 MiB in two CI runs, where a process of its own stays within
+1 MiB and the same engine tests run before it in one process did not reproduce it; what the
+other ~2,000 tests leave in the runner's process is not the loop's to answer for."""
 
 from __future__ import annotations
 
