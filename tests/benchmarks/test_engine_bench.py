@@ -45,7 +45,8 @@ def test_quick_run_of_ours_prints_every_figure(tmp_path: Path, smollm2_auto_mcp:
         ours, llama, hf = (_cell(row, i) for i in range(3))
         assert CELL.match(ours), f"ours has no number in {row!r}"
         assert (llama, hf) == ("-", "-"), row  # engines left out
-    samples = json.loads(raw.read_text())["results"]["ours"]["figures"]
+    ours = json.loads(raw.read_text())["results"]["ours"]
+    samples = ours["figures"]
     assert len(samples["pp_tps"]) == 2 and all(v > 0 for v in samples["pp_tps"])
     assert len(samples["load_cold_ms"]) == 2  # one fresh process per cold sample
     # The weights a decode reads: every tensor of the file but the scale/zero pairs kept for
@@ -53,7 +54,7 @@ def test_quick_run_of_ours_prints_every_figure(tmp_path: Path, smollm2_auto_mcp:
     with open_model(smollm2_auto_mcp) as model:
         read = sum(model.tensor(spec.name).nbytes for spec in model.header.tensors
                    if not spec.name.endswith(SCALE_ZERO_SUFFIX))
-    assert json.loads(raw.read_text())["results"]["ours"]["info"]["weight_bytes"] == read
+    assert ours["info"]["weight_bytes"] == read
 
 
 def _cell(row: str, column: int) -> str:

@@ -110,4 +110,7 @@ def soak(model_path: str, num_requests: int = NUM_REQUESTS, leak: str = "") -> d
 
 
 if __name__ == "__main__":
-    print(json.dumps(soak(sys.argv[1], *[int(sys.argv[2])] if len(sys.argv) > 2 else [], *sys.argv[3:])))
+    model, *rest = sys.argv[1:]
+    requests = int(rest[0]) if rest else NUM_REQUESTS
+    leak = rest[1] if len(rest) > 1 else ""
+    print(json.dumps(soak(model, requests, leak)))

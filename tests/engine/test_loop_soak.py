@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from soak_run import NUM_REQUESTS
 
 SOAK = Path(__file__).with_name("soak_run.py")
-NUM_REQUESTS, WARM_UP = 5000, 500
 # Anonymous resident growth allowed after warm-up. Warm-up touches every KV block (64 sequences
 # of up to 2 blocks contend for 64, so all are used and preemptions happen: with 96 blocks and at
 # most 3 new tokens a request, a fast CPU finished requests before the blocks ran out and never
