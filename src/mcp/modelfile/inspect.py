@@ -15,7 +15,7 @@ from mcp.modelfile.spec import (
     TokenizerSpec,
     stored_shape,
 )
-from mcp.modelfile.writer import ITEM_SIZES, storage_dtype
+from mcp.modelfile.spec import ITEM_SIZES, storage_dtype
 
 COMPANION_SUFFIXES = (QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX)  # parts of an int4 tensor, not parameters
 

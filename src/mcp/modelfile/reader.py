@@ -1,8 +1,8 @@
 """Open a ``.mcp`` file: check it, then hand out its tensors zero-copy from a memory map.
 
-Opening never executes code from the file. The safetensors prefix (8-byte length + JSON) is
-parsed here, so a foreign, truncated or inconsistent file gets a precise ``ModelFormatError``
-naming the file; only then is the file mapped, once and privately (copy on write: writing to
+Opening never executes code from the file. ``layout.read_layout`` checks the safetensors
+prefix against the data section first, so a foreign, truncated or inconsistent file gets a
+precise ``ModelFormatError`` naming the file; only then is the file mapped, once and privately (copy on write: writing to
 a tensor never changes the file), and every tensor is a view of that one mapping. Tensors
 that lie back to back in the file are therefore back to back in memory too, which lets the
 loader join a layer's q/k/v or gate/up matrices without copying them (``join_rows``).
@@ -13,52 +13,21 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
-import struct
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import orjson
 import torch
 
-from mcp.modelfile.spec import (
-    FORMAT_TAG,
-    METADATA_FORMAT_KEY,
-    METADATA_HEADER_KEY,
-    ModelHeader,
-    TensorSpec,
-    stored_shape,
-)
-from mcp.modelfile.writer import TORCH_DTYPES, ITEM_SIZES, storage_dtype
-from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
-
-MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
-_GGUF_MAGIC = b"GGUF"
-
-
-@dataclass(frozen=True)
-class _Prefix:
-    """What the safetensors prefix of a file says."""
-
-    data_start: int
-    metadata: dict[str, str]
-    entries: dict[str, dict[str, Any]]
+from mcp.modelfile.layout import read_layout
+from mcp.modelfile.spec import ModelHeader
+from mcp.modelfile.writer import TORCH_DTYPES
+from mcp.runtime.errors import ModelFormatError
 
 
 def open_model(path: str | os.PathLike, verify: bool = False) -> ModelFile:
     """Open and check a ``.mcp`` file; with ``verify`` also check every tensor's sha256."""
-    path = Path(path)
-    if not path.is_file():
-        raise ModelNotFoundError(
-            f"{path}: no such model file; check the path, or make one with `mcp2026 compile`"
-        )
-    prefix = _read_prefix(path)
-    header_json = _mcp_header_text(path, prefix.metadata)
-    header = ModelHeader.from_json(header_json, source=str(path))
-    offsets = _check_data_section(path, prefix)
-    _check_tensor_list(path, header, prefix.entries)
-    stored = {name: (TORCH_DTYPES[entry["dtype"]], tuple(entry["shape"])) for name, entry in prefix.entries.items()}
-    model = ModelFile(path, header, offsets, stored)
+    layout = read_layout(path)
+    stored = {name: (TORCH_DTYPES[dtype], shape) for name, (dtype, shape) in layout.stored.items()}
+    model = ModelFile(layout.path, layout.header, layout.offsets, stored)
     if verify:
         try:
             model.verify()
@@ -136,111 +105,3 @@ class ModelFile:
                     }
                 finally:
                     view.release()
-
-
-def _read_prefix(path: Path) -> _Prefix:
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        head = handle.read(8)
-        if head[:4] == _GGUF_MAGIC:
-            raise ModelFormatError(
-                f"{path}: not a .mcp file, it is a GGUF file; convert it first with "
-                f"`mcp2026 compile {path} -o model.mcp`"
-            )
-        if len(head) < 8:
-            raise ModelFormatError(f"{path}: not a .mcp file ({size} bytes, too short for a header)")
-        (header_len,) = struct.unpack("<Q", head)
-        if header_len > MAX_HEADER_BYTES or header_len < 2:
-            raise ModelFormatError(
-                f"{path}: not a .mcp file (no safetensors header: the declared header length "
-                f"{header_len} is implausible); the file is corrupt or of another format"
-            )
-        if 8 + header_len > size:
-            raise ModelFormatError(
-                f"{path}: truncated: {size} bytes, expected at least {8 + header_len} for the header alone"
-            )
-        raw = handle.read(header_len)
-    entries = _parse_json(path, raw)
-    metadata = entries.pop("__metadata__", None)
-    return _Prefix(8 + header_len, metadata if isinstance(metadata, dict) else {}, entries)
-
-
-def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
-    # orjson: the header carries the tokenizer (~3 MB for a 49k vocabulary); the stdlib parser
-    # spends ~12 ms on it, a fifth of a warm model load (a hot swap's load-to-ready).
-    try:
-        entries = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:  # also invalid UTF-8
-        raise ModelFormatError(
-            f"{path}: not a readable .mcp file: its safetensors header is not valid JSON ({exc}); "
-            "the file is corrupt or of another format"
-        ) from None
-    if not isinstance(entries, dict):
-        raise ModelFormatError(f"{path}: not a .mcp file: its safetensors header is not a JSON object")
-    return entries
-
-
-def _mcp_header_text(path: Path, metadata: dict[str, Any]) -> str:
-    text = metadata.get(METADATA_HEADER_KEY)
-    if metadata.get(METADATA_FORMAT_KEY) != FORMAT_TAG or not isinstance(text, str):
-        raise ModelFormatError(
-            f"{path}: not a .mcp file: a safetensors file without the .mcp metadata "
-            f"({METADATA_FORMAT_KEY}={FORMAT_TAG!r}); make a .mcp from a model folder with `mcp2026 compile`"
-        )
-    return text
-
-
-def _check_data_section(path: Path, prefix: _Prefix) -> dict[str, tuple[int, int]]:
-    """Absolute byte range of each tensor; checks the ranges tile the data section exactly."""
-    ranges = {name: _entry_range(path, name, entry) for name, entry in prefix.entries.items()}
-    cursor = 0
-    for name, (start, end) in sorted(ranges.items(), key=lambda item: item[1]):
-        if start != cursor:
-            raise ModelFormatError(f"{path}: tensor {name}'s data does not follow the previous tensor's")
-        cursor = end
-    size = path.stat().st_size
-    expected = prefix.data_start + cursor
-    if size < expected:
-        raise ModelFormatError(f"{path}: truncated: {size} bytes, expected {expected}")
-    if size > expected:
-        raise ModelFormatError(f"{path}: {size - expected} unexpected bytes after the tensor data")
-    return {name: (prefix.data_start + a, prefix.data_start + b) for name, (a, b) in ranges.items()}
-
-
-def _entry_range(path: Path, name: str, entry: Any) -> tuple[int, int]:
-    try:
-        start, end = (int(v) for v in entry["data_offsets"])
-        count = 1
-        for dim in entry["shape"]:
-            count *= int(dim)
-        nbytes = count * ITEM_SIZES[entry["dtype"]]
-    except (KeyError, TypeError, ValueError):
-        raise ModelFormatError(f"{path}: the safetensors entry of tensor {name} is malformed") from None
-    if end - start != nbytes or start < 0:
-        raise ModelFormatError(f"{path}: tensor {name}'s byte range does not match its dtype and shape")
-    return start, end
-
-
-def _check_tensor_list(path: Path, header: ModelHeader, entries: dict[str, dict[str, Any]]) -> None:
-    declared = {spec.name for spec in header.tensors}
-    missing, extra = sorted(declared - set(entries)), sorted(set(entries) - declared)
-    if missing or extra:
-        raise ModelFormatError(
-            f"{path}: the .mcp header and the stored tensors disagree "
-            f"(in the header only: {missing[:5]}, stored only: {extra[:5]})"
-        )
-    for spec in header.tensors:
-        _check_entry(path, spec, entries[spec.name])
-
-
-def _check_entry(path: Path, spec: TensorSpec, entry: dict[str, Any]) -> None:
-    try:
-        shape = stored_shape(spec.encoding, spec.shape)
-    except ValueError as exc:
-        raise ModelFormatError(f"{path}: tensor {spec.name}: {exc}") from None
-    dtype = storage_dtype(spec.encoding)
-    if entry["dtype"] != dtype or tuple(entry["shape"]) != shape:
-        raise ModelFormatError(
-            f"{path}: tensor {spec.name} is stored as {entry['dtype']} {list(entry['shape'])}, "
-            f"but the header's {spec.encoding} {list(spec.shape)} needs {dtype} {list(shape)}"
-        )

@@ -170,7 +170,7 @@ class ModelHeader:
     def from_json(cls, text: str, source: str = "<header>") -> ModelHeader:
         """Parse and validate a header; any problem is a ``ModelFormatError`` naming ``source``."""
         try:
-            data = orjson.loads(text)  # fast: see reader._parse_json
+            data = orjson.loads(text)  # fast: see layout._parse_json
         except orjson.JSONDecodeError as exc:
             raise ModelFormatError(f"{source}: the .mcp header is not valid JSON ({exc})") from None
         if not isinstance(data, dict):
@@ -227,6 +227,17 @@ def lineage_from_dict(data: dict[str, Any]) -> Lineage:
         for entry in fields.pop("datasets", ())
     )
     return Lineage(**fields, datasets=datasets)
+
+
+# safetensors dtype of each encoding's stored array; block encodings are raw bytes.
+STORAGE_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "int8": "I8"}
+BLOCK_STORAGE_DTYPE = "U8"
+ITEM_SIZES = {"F32": 4, "F16": 2, "BF16": 2, "U8": 1, "I8": 1}
+
+
+def storage_dtype(encoding: str) -> str:
+    """The safetensors dtype a tensor of ``encoding`` is stored as."""
+    return STORAGE_DTYPES.get(encoding, BLOCK_STORAGE_DTYPE)
 
 
 def stored_shape(encoding: str, shape: tuple[int, ...]) -> tuple[int, ...]:

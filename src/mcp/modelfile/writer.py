@@ -28,15 +28,13 @@ from mcp.modelfile.spec import (
     METADATA_FORMAT_KEY,
     METADATA_HEADER_KEY,
     ModelHeader,
+    ITEM_SIZES,
     TensorSpec,
+    storage_dtype,
     stored_shape,
 )
 from mcp.runtime.errors import ConfigError, ModelFormatError
 
-# safetensors dtype of each encoding's stored array; block encodings are raw bytes.
-STORAGE_DTYPES = {"f32": "F32", "f16": "F16", "bf16": "BF16", "int8": "I8"}
-BLOCK_STORAGE_DTYPE = "U8"
-ITEM_SIZES = {"F32": 4, "F16": 2, "BF16": 2, "U8": 1, "I8": 1}
 TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "U8": torch.uint8,
                  "I8": torch.int8}
 _NUMPY_DTYPES = {"F32": np.float32, "F16": np.float16, "U8": np.uint8, "I8": np.int8}
@@ -44,11 +42,6 @@ _PLACEHOLDER_SHA = "0" * 64
 _HEADER_ALIGN = 8
 
 TensorValue = np.ndarray | torch.Tensor
-
-
-def storage_dtype(encoding: str) -> str:
-    """The safetensors dtype a tensor of ``encoding`` is stored as."""
-    return STORAGE_DTYPES.get(encoding, BLOCK_STORAGE_DTYPE)
 
 
 def write_model(
