@@ -16,7 +16,7 @@ import torch
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import attention_inputs, static_attention_inputs
 from mcp.engine.models.llama import LlamaForCausalLM
-from mcp.engine.sampler import SamplingParams
+from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.sequence import CancelCheck, SequenceState, StepOutput, check_prompt
 from mcp.engine.tokenizer import Tokenizer
 from mcp.runtime.errors import InvalidRequestError
@@ -95,7 +95,8 @@ class Generator:
 
     def _start(self, prompts_ids, per_prompt, should_cancel) -> BatchRun:
         sequences = [
-            SequenceState(index, list(prompt_ids), p, self._budget(prompt_ids, p), self.tokenizer, self.device)
+            SequenceState(index, list(prompt_ids), p, self._budget(prompt_ids, p), self.tokenizer,
+                          Sampler(p, self.device))
             for index, (prompt_ids, p) in enumerate(zip(prompts_ids, per_prompt))
         ]
         return BatchRun(self.model, self.decode_step, sequences, should_cancel)

@@ -39,7 +39,7 @@ from mcp.engine.live import LiveRequest, LoopStats, StatsRecorder, chunk_token_i
 from mcp.engine.loop_config import LoopConfig, kv_cache_budget
 from mcp.engine.precision import TORCH_DTYPES
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
-from mcp.engine.sampler import SamplingParams
+from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.scheduler.request import Request, RequestStatus
 from mcp.engine.scheduler.scheduler import Scheduler, SchedulerOutput
 from mcp.engine.sequence import SequenceState, check_prompt
@@ -144,7 +144,7 @@ class EngineLoop:
 
     def _register(self, request: Request, params: SamplingParams) -> LiveRequest:
         sequence = SequenceState(0, request.prompt_ids, params, request.max_tokens, self.engine.tokenizer,
-                                 self.engine.device)
+                                 Sampler(params, self.engine.device))
         handle = RequestHandle(request.request_id, len(request.prompt_ids), self.cancel)
         live = LiveRequest(request, sequence, handle)
         self._live[request.request_id] = live

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
-import torch
-
-from mcp.engine.sampler import Sampler, SamplingParams
+from mcp.engine.params import SampledToken, SamplingParams
 from mcp.engine.stop import StopChecker
 from mcp.engine.tokenizer import Tokenizer
 from mcp.runtime.errors import ContextLengthError, InvalidRequestError
@@ -41,18 +40,24 @@ class StepOutput:
     finish_reason: str | None  # None while generating; then "stop", "length" or "cancelled"
 
 
+class TokenSampler(Protocol):
+    """What picks a sequence's tokens: ``sampler.Sampler`` (torch) or ``lean.sampling.Sampler`` (numpy)."""
+
+    def sample(self, logits: Any, prompt_ids: Sequence[int], generated_ids: Sequence[int]) -> SampledToken: ...
+
+
 class SequenceState:
     """One prompt's generation state: its sampler, detokenizer and stop checks."""
 
     def __init__(
         self, index: int, prompt_ids: list[int], params: SamplingParams, budget: int,
-        tokenizer: Tokenizer, device: torch.device,
+        tokenizer: Tokenizer, sampler: TokenSampler,
     ) -> None:
         self.index = index
         self.prompt_ids = prompt_ids
         self.budget = budget
         self.max_len = len(prompt_ids) + budget
-        self.sampler = Sampler(params, device)
+        self.sampler = sampler  # built from params, with the request's seed
         self.detokenizer = tokenizer.incremental_decoder(skip_special_tokens=True)
         self.stopper = StopChecker(params.stop)
         self.stop_ids = set(params.stop_token_ids)
@@ -62,7 +67,7 @@ class SequenceState:
         self.num_cached = 0  # tokens in its KV cache row
         self.finished = False
 
-    def advance(self, logits: torch.Tensor, cancelled: Callable[[], bool]) -> StepOutput:
+    def advance(self, logits: Any, cancelled: Callable[[], bool]) -> StepOutput:
         """Sample the next token from ``logits`` [vocab] and say what it releases."""
         token = self.sampler.sample(logits, self.prompt_ids, self.generated_ids)
         self.generated_ids.append(token.token_id)

@@ -22,6 +22,7 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import processors
 
+from mcp.engine.heap import release_free_memory
 from mcp.modelfile.spec import TokenizerSpec
 from mcp.runtime.errors import InvalidRequestError, ModelFormatError
 
@@ -149,7 +150,9 @@ class IncrementalDecoder:
 
 @functools.lru_cache(maxsize=8)
 def _tokenizer_for(spec: TokenizerSpec) -> Tokenizer:
-    return Tokenizer._build(spec)
+    tokenizer = Tokenizer._build(spec)
+    release_free_memory()  # parsing the JSON freed over half of what it took (heap.py)
+    return tokenizer
 
 
 def _special_tokens_processor(spec: TokenizerSpec) -> processors.TemplateProcessing:
