@@ -79,7 +79,10 @@ def test_prompt_longer_than_a_chunk_and_the_logprobs_agree(lean, torch_model) ->
     assert ours.token_ids == theirs.token_ids
     for mine, reference in zip(ours.logprobs, theirs.logprobs):
         assert mine.token == reference.token
-        assert mine.logprob == pytest.approx(reference.logprob, abs=1e-3)
+        # The torch engine runs this prompt through the step as one chunk of ~80 rows, the lean
+        # one as chunks of 32, so the kernels tile the fp32 sums otherwise: the most seen apart
+        # is 2.0e-3 (an Intel host); a wrong position, mask or scale moves logprobs by tenths.
+        assert mine.logprob == pytest.approx(reference.logprob, abs=1e-2)
         assert [t for t, _ in mine.top_logprobs] == [t for t, _ in reference.top_logprobs]
 
 

@@ -57,8 +57,9 @@ def runners(engine: NativeEngine, native_rows: int = 16,
 
 def tolerance(kv_dtype: torch.dtype) -> float:
     """How far the two paths' logits may differ: fp32 summation order; with a cache of halves
-    also a key or value the two paths' last-bit differences round to neighbouring halves."""
-    return 2e-3 if kv_dtype == torch.float32 else 1e-2
+    also a key or value the two paths' last-bit differences round to neighbouring halves (the
+    most seen: 0.0105 on an AMD Zen 4 host, under 0.01 on the Intel hosts)."""
+    return 2e-3 if kv_dtype == torch.float32 else 2e-2
 
 
 def generate(runner: ModelRunner, prompts: list[list[int]], tables: list[list[int]], steps: int):
