@@ -17,11 +17,11 @@ from pathlib import Path
 import torch
 
 from mcp.engine.engine import EngineOptions, NativeEngine
-from mcp.modelfile import catalog
 from mcp.modelfile.reader import open_model
 from mcp.runtime.config import RuntimeConfig, load_config
 from mcp.runtime.errors import ConfigError, ModelNotFoundError
 from mcp.runtime.model import Model
+from mcp.runtime.paths import catalog_name, resolve_model_path
 
 
 class Session:
@@ -58,7 +58,7 @@ class Session:
         A catalog name (``mcp2026 pull --list``) is fetched and compiled on first use.
         """
         path = self._resolve(model)
-        key = name or _catalog_name(path)
+        key = name or catalog_name(path)
         with self._lock:
             if key in self._models:
                 raise ConfigError(
@@ -112,34 +112,6 @@ class Session:
 
     def _resolve(self, model: str | os.PathLike) -> Path:
         return resolve_model_path(self.config, model)
-
-
-def resolve_model_path(config: RuntimeConfig, model: str | os.PathLike) -> Path:
-    """The .mcp file ``model`` names: a path (relative to ``model_dir``, then the working folder)
-    or a catalog name (compiled in the cache, pulled when it is not there yet)."""
-    if not isinstance(model, (str, os.PathLike)):
-        raise ModelNotFoundError(f"model must be a path or a catalog name, got {type(model).__name__}")
-    path = Path(model).expanduser()
-    candidates = [path] if path.is_absolute() else [config.model_dir / path, Path.cwd() / path]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate.resolve()
-    home = config.cache_dir
-    cached = catalog.compiled_path(_catalog_name(path), home)
-    if cached.is_file():
-        return cached
-    if _catalog_name(path) in catalog.CATALOG:
-        return catalog.pull(_catalog_name(path), home)
-    looked = ", ".join(str(c) for c in dict.fromkeys([*candidates, cached]))
-    raise ModelNotFoundError(
-        f"model {str(model)!r} not found (looked in {looked}) and it is not a catalog name "
-        f"({', '.join(sorted(catalog.CATALOG))}); give the path of a .mcp file"
-    )
-
-
-def _catalog_name(path: Path) -> str:
-    """``smollm2-135m-instruct.mcp`` and ``smollm2-135m-instruct`` both name the catalog entry."""
-    return path.name[: -len(".mcp")] if path.name.endswith(".mcp") else path.name
 
 
 def _check_signature(path: Path, trusted_ca: Path | None) -> None:

@@ -10,7 +10,7 @@ from mcp.runtime.config import RuntimeConfig
 def local_evidence(config: RuntimeConfig, config_source: str | None, nonce: str, with_tpm: bool = False) -> dict:
     """Code, config, policy bundle (with ``serving.governance``) and the files of
     ``serving.models``, signed with this installation's instance key."""
-    from mcp.runtime.session import resolve_model_path
+    from mcp.runtime.paths import resolve_model_path
 
     attestor = Attestor.from_config(config.attestation or AttestationConfig(), with_tpm=with_tpm)
     try:
