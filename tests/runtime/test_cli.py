@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -47,10 +48,27 @@ def test_compile_inspect_and_run(tmp_path, smollm2_gguf):
     assert "Paris" in answer.stdout
 
 
+def test_run_lean_answers_as_run_does(smollm2_auto_mcp):
+    args = (str(smollm2_auto_mcp), "The capital of France is", "--raw", "--max-tokens", "16", "--temperature", "0",
+            "--threads", "2")
+    lean, full = run("run", "--lean", *args), run("run", *args)
+    assert lean.returncode == 0 and full.returncode == 0, lean.stderr + full.stderr
+    assert "Paris" in lean.stdout
+    assert lean.stdout == full.stdout
+
+
+def test_run_lean_asks_for_a_pull_instead_of_compiling(tmp_path):
+    proc = subprocess.run([CLI, "run", "--lean", "smollm2-135m-instruct", "hi"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "MCP_HOME": str(tmp_path)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "not pulled yet: run `mcp2026 pull smollm2-135m-instruct` first" in proc.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (("inspect", "/nonexistent/model.mcp"), "/nonexistent/model.mcp: no such model file"),
+        (("run", "--lean", "/nonexistent/model.mcp", "hi"), "'/nonexistent/model.mcp' not found"),
         (("compile", "/nonexistent/model.gguf", "-o", "x.mcp"), "no such file or folder to compile"),
         (("compile", "/etc/hostname", "-o", "x.mcp"), "not a GGUF file"),
         (("inspect", "/etc/hostname"), "not a .mcp file"),

@@ -9,12 +9,13 @@ bug and keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from mcp.runtime.errors import MCPError
+from mcp.runtime.errors import MCPError, ModelNotFoundError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -69,6 +70,9 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float)
     run.add_argument("--seed", type=int)
     run.add_argument("--raw", action="store_true", help="do not apply the chat template")
+    run.add_argument("--lean", action="store_true",
+                     help="decode without torch (mcp.engine.lean: one sequence, about half the memory; docs/lean.md)")
+    run.add_argument("--threads", type=int, help="CPU threads (default: the config's, else every usable core)")
     run.set_defaults(handler=_run)
 
     serve = commands.add_parser("serve", help="serve the OpenAI-compatible HTTP API (docs/api.md)")
@@ -226,16 +230,46 @@ def _resolved_plan(header) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
+    if args.lean:
+        return _run_lean(args, options)
+    from mcp.runtime.config import RuntimeConfig, load_config
     from mcp.runtime.session import Session
 
-    session = Session.from_config(args.config) if args.config else Session()
-    with session:
+    config = load_config(args.config) if args.config else None
+    if args.threads is not None:
+        config = dataclasses.replace(config or RuntimeConfig(), num_threads=args.threads)
+    with Session(config) as session:
         model = session.load_model(args.model)
-        options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
-        for delta in model.stream(args.prompt, raw=args.raw, **options):
-            print(delta, end="", flush=True)
-        print()
+        _print_stream(model.stream(args.prompt, raw=args.raw, **options))
     return 0
+
+
+def _run_lean(args: argparse.Namespace, options: dict) -> int:
+    """``run --lean``: the torch-free decoder. Generation defaults come from the config as in a
+    Session; a catalog name must be pulled already (compiling needs torch)."""
+    from mcp.engine.lean import LeanModel
+    from mcp.modelfile import catalog
+    from mcp.runtime.config import RuntimeConfig, load_config
+    from mcp.runtime.paths import catalog_name, resolve_model_path
+
+    config = load_config(args.config) if args.config else RuntimeConfig()
+    name = catalog_name(Path(args.model))
+    if name in catalog.CATALOG and not catalog.compiled_path(name, config.cache_dir).is_file():
+        raise ModelNotFoundError(f"{name} is not pulled yet: run `mcp2026 pull {name}` first "
+                                 "(compiling it needs torch, which --lean never loads)")
+    model = LeanModel(resolve_model_path(config, args.model), num_threads=args.threads or config.num_threads,
+                      max_context=config.max_context)
+    defaults = {key: value for key, value in dataclasses.asdict(config.generation).items() if value is not None}
+    _print_stream(model.stream(args.prompt, raw=args.raw, **{**defaults, **{k: v for k, v in options.items()
+                                                                            if v is not None}}))
+    return 0
+
+
+def _print_stream(deltas) -> None:
+    for delta in deltas:
+        print(delta, end="", flush=True)
+    print()
 
 
 def _serve(args: argparse.Namespace) -> int:

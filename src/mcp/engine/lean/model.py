@@ -1,7 +1,7 @@
 """``LeanModel``: one sequence at a time through the native decode step, in a process without torch.
 
 Load maps the ``.mcp`` file and builds the tokenizer; a request runs its prompt through
-``decode_step`` in chunks of up to 256 rows (the step writes each chunk's keys and values,
+``decode_step`` in chunks of up to ``MAX_CHUNK`` rows (the step writes each chunk's keys and values,
 then attends causally), then one row per generated token, then the output head
 (``_cpu.matmul``) on the last row only. The KV cache is one sequence's, paged as the
 PyTorch engine's (``[blocks, 16, kv_heads, head_dim]`` per layer) with the identity block
@@ -58,7 +58,7 @@ class LeanModel:
     backend = "lean"
 
     def __init__(self, path: str | os.PathLike, *, num_threads: int | None = None, max_context: int | None = None,
-                 kv_cache_dtype: str = "f32", name: str | None = None) -> None:
+                 kv_cache_dtype: str = "f32", prefix_caching: bool = True, name: str | None = None) -> None:
         started = time.perf_counter()
         if num_threads is not None and (isinstance(num_threads, bool) or not isinstance(num_threads, int)
                                         or num_threads < 1):
@@ -89,6 +89,7 @@ class LeanModel:
         self._busy = threading.Lock()
         self._cached_ids: list[int] = []  # the tokens whose keys and values the cache holds, in order
         self._last_reused = 0  # prompt tokens the last request found in the cache
+        self.prefix_caching = prefix_caching
         release_free_memory()  # what building the tables freed
         self.load_s = time.perf_counter() - started
 
@@ -107,7 +108,8 @@ class LeanModel:
         self._rope_rows = 0
         num_blocks = -(-self.max_context // BLOCK_SIZE)
         kv_shape = (num_blocks, BLOCK_SIZE, arch.num_kv_heads, arch.head_dim)
-        self._keep: list[np.ndarray] = []  # every array the tables point into
+        self._weight_arrays: list[np.ndarray] = []  # every weight the layer table points into
+        self._kv: list[np.ndarray] = []  # and every layer's keys and values
         rows = []
         for index in range(arch.num_layers):
             keys, values = _zeroed(kv_shape, kv_dtype), _zeroed(kv_shape, kv_dtype)
@@ -141,10 +143,19 @@ class LeanModel:
         down = weights.matrix(f"{mlp}.down_proj.weight")
         input_norm = weights.vector(f"{prefix}.input_layernorm.weight")
         post_norm = weights.vector(f"{prefix}.post_attention_layernorm.weight")
-        self._keep += [array for matrix in (qkv, o, gate_up, down) for array in (matrix.codes, matrix.qparams)]
-        self._keep += [array for array in (input_norm, post_norm, bias, keys, values) if array is not None]
+        self._weight_arrays += [array for matrix in (qkv, o, gate_up, down) for array in (matrix.codes, matrix.qparams)]
+        self._weight_arrays += [array for array in (input_norm, post_norm, bias) if array is not None]
+        self._kv += [keys, values]
         return [address(input_norm), *qkv.fields(), 0 if bias is None else address(bias), *o.fields(),
                 address(post_norm), *gate_up.fields(), *down.fields(), address(keys), address(values)]
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of weights one decode step reads: every layer's matrices and norms, the final
+        norm, the output head (each array once; the KV cache and RoPE tables left out)."""
+        weights = [*self._weight_arrays, self.head.codes, self.head.qparams, self._final_norm]
+        seen = {(address(array), array.nbytes) for array in weights}
+        return sum(nbytes for _, nbytes in seen)
 
     # -- the SDK calls -------------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
@@ -247,6 +258,8 @@ class LeanModel:
     def _reusable(self, prompt: list[int]) -> int:
         """Leading prompt tokens whose keys and values the cache already holds (never the last
         one: its logits are needed)."""
+        if not self.prefix_caching:
+            return 0
         cached, limit = self._cached_ids, min(len(self._cached_ids), len(prompt) - 1)
         same = 0
         while same < limit and cached[same] == prompt[same]:

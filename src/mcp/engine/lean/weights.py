@@ -70,7 +70,7 @@ class FileWeights:
         self.layout = layout
         self.specs = {spec.name: spec for spec in layout.header.tensors}
         try:  # private, copy on write: writing a view never changes the file
-            self._map = np.memmap(layout.path, dtype=np.uint8, mode="c")
+            self.mapping = np.memmap(layout.path, dtype=np.uint8, mode="c")
         except (OSError, ValueError) as exc:
             raise ModelFormatError(f"{layout.path}: cannot map the file into memory ({exc})") from None
 
@@ -79,7 +79,7 @@ class FileWeights:
         dtype_name, shape = self.layout.stored[name]
         start, end = self.layout.offsets[name]
         dtype = np.dtype(_NUMPY[dtype_name])
-        raw = self._map[start:end]
+        raw = self.mapping[start:end]
         if start % dtype.itemsize:  # another writer's unaligned tensor: a copy
             raw = raw.copy()
         return raw.view(dtype).reshape(shape)
@@ -131,11 +131,11 @@ class FileWeights:
                     or address(array) != cursor):
                 return np.concatenate(arrays)
             cursor += array.nbytes
-        start = address(first) - address(self._map)
-        if not 0 <= start < self._map.nbytes:  # copies (an unaligned or converted tensor)
+        start = address(first) - address(self.mapping)
+        if not 0 <= start < self.mapping.nbytes:  # copies (an unaligned or converted tensor)
             return np.concatenate(arrays)
         rows = sum(array.shape[0] for array in arrays)
-        return np.ndarray((rows, *first.shape[1:]), dtype=first.dtype, buffer=self._map, offset=start)
+        return np.ndarray((rows, *first.shape[1:]), dtype=first.dtype, buffer=self.mapping, offset=start)
 
 
 def inverse_frequencies(arch: ArchitectureConfig, freq_factors: np.ndarray | None = None) -> np.ndarray:
