@@ -12,10 +12,11 @@ Prints each engine's median tok/s with min/max, the median of the per-round rati
 how many rounds ours was the faster. Numbers, not a test.
 
     .venv/bin/python benchmarks/decode_interleaved.py [--rounds 15] [--tokens 128] [--threads 2] [--context-words 0]
-        [--kv-cache-dtype auto|fp32|f16]
+        [--kv-cache-dtype auto|fp32|f16] [--engines ours,lean,llamacpp]
 
-``--kv-cache-dtype`` is our KV cache's (``scheduler.kv_cache_dtype``); llama.cpp keeps its
-default, f16.
+``--kv-cache-dtype`` is our KV cache's (``scheduler.kv_cache_dtype``; the lean decoder's
+``kv_cache_dtype``, where auto is f32); llama.cpp keeps its default, f16. ``lean`` is our lean
+decoder (``mcp.engine.lean``, no torch in its process), a ratio to llama.cpp of its own.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ sys.path.insert(0, str(HERE))
 
 from enginebench.spec import DECODE_PROMPTS, numbered_words  # noqa: E402
 
-ENGINES = ("ours", "llamacpp")
+ENGINES = ("ours", "lean", "llamacpp")
 
 
 def main() -> None:
@@ -45,20 +46,25 @@ def main() -> None:
                         help="decode after a raw prompt of this many words (a long context) instead of the short one")
     parser.add_argument("--kv-cache-dtype", choices=("auto", "fp32", "f16"), default="auto",
                         help="our KV cache's dtype (scheduler.kv_cache_dtype); llama.cpp's stays f16")
+    parser.add_argument("--engines", default="ours,llamacpp",
+                        help="comma-separated, llamacpp and at least one of ours, lean (default ours,llamacpp)")
     parser.add_argument("--worker", choices=ENGINES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.rounds < 1 or args.tokens < 2 or args.threads < 1:
         parser.error("--rounds must be at least 1, --tokens at least 2, --threads at least 1")
+    engines = tuple(name.strip() for name in args.engines.split(",") if name.strip())
+    if set(engines) - set(ENGINES) or "llamacpp" not in engines or len(set(engines)) < 2:
+        parser.error(f"--engines must name llamacpp and at least one of ours, lean; got {args.engines!r}")
     prompt = context_prompt(args.context_words)
     if args.worker:
         serve(args.worker, prompt, args.tokens, args.threads, args.kv_cache_dtype)
         return
-    workers = {name: Worker(name, args) for name in ENGINES}
+    workers = {name: Worker(name, args) for name in engines}
     try:
-        rates = {name: [] for name in ENGINES}
+        rates = {name: [] for name in engines}
         order = random.Random(0)
         for _ in range(args.rounds):
-            for name in order.sample(ENGINES, len(ENGINES)):
+            for name in order.sample(engines, len(engines)):
                 rates[name].append(workers[name].decode())
     finally:
         for worker in workers.values():
@@ -105,7 +111,10 @@ def context_prompt(words: int) -> str:
 
 def serve(engine: str, prompt: str, tokens: int, threads: int, kv_cache_dtype: str) -> None:
     """The worker: load, warm up, then answer each ``decode`` line on stdin with ``tps <rate>``."""
-    decode = _ours(prompt, tokens, threads, kv_cache_dtype) if engine == "ours" else _llamacpp(prompt, tokens, threads)
+    loaders = {"ours": lambda: _ours(prompt, tokens, threads, kv_cache_dtype),
+               "lean": lambda: _lean(prompt, tokens, threads, kv_cache_dtype),
+               "llamacpp": lambda: _llamacpp(prompt, tokens, threads)}
+    decode = loaders[engine]()
     decode()  # warm-up
     print("ready", flush=True)
     for line in sys.stdin:
@@ -128,6 +137,16 @@ def _ours(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
     return lambda: decode_tps(model, prompt, tokens)
 
 
+def _lean(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
+    from enginebench.lean import decode_tps
+    from mcp.engine.lean import LeanModel
+    from mcp.modelfile import catalog
+
+    model = LeanModel(catalog.compiled_path(catalog.DEFAULT_MODEL), num_threads=threads,
+                      kv_cache_dtype="f16" if kv_cache_dtype == "f16" else "f32", prefix_caching=False)
+    return lambda: decode_tps(model, prompt, tokens)
+
+
 def _llamacpp(prompt: str, tokens: int, threads: int):
     import numpy
 
@@ -139,16 +158,16 @@ def _llamacpp(prompt: str, tokens: int, threads: int):
 
 
 def report(rates: dict[str, list[float]], args: argparse.Namespace) -> None:
-    ratios = [ours / peer for ours, peer in zip(rates["ours"], rates["llamacpp"])]
-    wins = sum(ratio > 1 for ratio in ratios)
     after = f"a {args.context_words}-word raw prompt" if args.context_words else repr(DECODE_PROMPTS[0])
     print(f"batch-1 decode, {args.tokens} tokens after {after}, greedy, {args.threads} threads, "
           f"{args.rounds} rounds, engines in turn (order shuffled per round); our KV cache {args.kv_cache_dtype}")
-    for name in ENGINES:
-        values = rates[name]
+    for name, values in rates.items():
         print(f"  {name:<9} {statistics.median(values):7.1f} tok/s  [{min(values):.1f}-{max(values):.1f}]")
-    print(f"  ours / llama.cpp: median of the per-round ratios {statistics.median(ratios):.2f}x "
-          f"[{min(ratios):.2f}-{max(ratios):.2f}], ours faster in {wins} of {len(ratios)} rounds")
+    for name in (name for name in rates if name != "llamacpp"):
+        ratios = [mine / peer for mine, peer in zip(rates[name], rates["llamacpp"])]
+        wins = sum(ratio > 1 for ratio in ratios)
+        print(f"  {name} / llama.cpp: median of the per-round ratios {statistics.median(ratios):.2f}x "
+              f"[{min(ratios):.2f}-{max(ratios):.2f}], {name} faster in {wins} of {len(ratios)} rounds")
 
 
 if __name__ == "__main__":

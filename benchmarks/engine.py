@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> None:
         base, model_line = _prepare(args, settings, Path(folder))
         bandwidth = _run_bandwidth(base, args.wait_quiet)
         results, others = _run_engines(args, base, settings, command)
-    lines = _render(command, settings, base, model_line, bandwidth, results, others)
+        lines = _render(command, settings, base, model_line, bandwidth, results, others)
     print("\n".join(lines))
     if args.json:
         _save_json(args.json, command, settings, bandwidth, results, others)
@@ -67,7 +67,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 2 runs, shorter prompts and outputs")
     parser.add_argument("--engines", default=",".join(report.ENGINES), type=_engine_list,
-                        help="comma-separated subset of ours,llamacpp,transformers")
+                        help="comma-separated subset of ours,lean,llamacpp,transformers")
     parser.add_argument("--runs", type=int, help="runs per figure (default 5, --quick 2)")
     parser.add_argument("--threads", type=int, default=2, help="threads for every engine (default 2)")
     parser.add_argument("--mcp", help="measure this .mcp instead of compiling the GGUF with this checkout")
@@ -186,10 +186,13 @@ def _render(command, settings, base, model_line, bandwidth, results, others) -> 
     info = ours_info or any_info
     gbps = bandwidth.get("torch_gbps")
     figures = {}
+    target = _rss_target_mib(base, settings, info)
     for engine, result in results.items():
         if "figures" in result:
             figures[engine] = result["figures"]
             report.add_derived(figures[engine], result["info"], gbps)
+            if engine in report.RATIOED:
+                figures[engine]["rss_target_mib"] = [target]
     rows = report.figure_rows(settings.batch_sizes, info.get("pp_tokens", settings.prompt_tokens),
                               settings.decode_tokens, info.get("chat_tokens", "?"))
     lines = [
@@ -212,6 +215,18 @@ def _render(command, settings, base, model_line, bandwidth, results, others) -> 
          "prompts are the first N of the benchmark's short prompts"),
     ]
     return lines + _notes(results, ours_info, gbps)
+
+
+def _rss_target_mib(base: WorkerSpec, settings: Settings, info: dict) -> float:
+    """Issue 3's peak-RSS target for the batch-1 runs: 1.5 x the .mcp file's size plus the float32
+    KV cache of the longest sequence they run (the prompt-processing prompt and its token, or
+    the decode prompt and its tokens)."""
+    from mcp.modelfile.layout import read_layout
+
+    arch = read_layout(base.mcp_path).header.architecture
+    kv_per_token = arch.num_layers * 2 * arch.num_kv_heads * arch.head_dim * 4
+    longest = max(info.get("pp_tokens", settings.prompt_tokens) + 1, 16 + settings.decode_tokens)  # decode prompt < 16
+    return (1.5 * Path(base.mcp_path).stat().st_size + longest * kv_per_token) / 2**20
 
 
 def _others_line(others: dict[str, float | None]) -> str:

@@ -8,10 +8,11 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-ENGINES = ("ours", "llamacpp", "transformers")
-TITLES = {"ours": "ours", "llamacpp": "llama.cpp", "transformers": "transformers"}
+ENGINES = ("ours", "lean", "llamacpp", "transformers")
+TITLES = {"ours": "ours", "lean": "ours, lean", "llamacpp": "llama.cpp", "transformers": "transformers"}
+RATIOED = ("ours", "lean")  # the engines with a ratio column to llama.cpp
 SECTION_START, SECTION_END = "<!-- engine.py -->", "<!-- /engine.py -->"
-LABEL_WIDTH, CELL_WIDTH = 40, 24
+LABEL_WIDTH, CELL_WIDTH = 40, 20
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ def figure_rows(batch_sizes, pp_tokens, decode_tokens, chat_tokens) -> list[Row]
         Row("load_cold_ms", "load, cold (ms)", "lower"),
         Row("load_warm_ms", "load, warm (ms)", "lower"),
         Row("rss_peak_b1_mib", "peak RSS up to batch-1 runs (MiB)", "lower"),
+        Row("rss_target_mib", "  target: 1.5 x .mcp file + KV (MiB)", "info"),
         Row("rss_peak_mib", "peak RSS, whole run (MiB)", "lower"),
         Row("rss_imports_mib", "RSS before loading (MiB)", "info"),
         Row("weight_mb", "weights read per token (MB)", "info"),
@@ -58,13 +60,16 @@ def table(rows: list[Row], figures_by_engine: dict[str, dict[str, list[float] | 
     ``marks[engine][figure]`` is appended to that cell (a footnote sign).
     """
     marks = marks or {}
-    header = "figure".ljust(LABEL_WIDTH) + "".join(TITLES[e].rjust(CELL_WIDTH) for e in ENGINES)
-    lines = [header + "ours vs llama.cpp".rjust(20), "-" * (len(header) + 20)]
+    ratioed = [engine for engine in RATIOED if engine in figures_by_engine]
+    header = ("figure".ljust(LABEL_WIDTH) + "".join(TITLES[e].rjust(CELL_WIDTH) for e in ENGINES)
+              + "".join(f"{e} vs llama.cpp".rjust(20) for e in ratioed))
+    lines = [header, "-" * len(header)]
     for row in rows:
         cells = [_cell(figures_by_engine.get(engine), row.key) + marks.get(engine, {}).get(row.key, "")
                  for engine in ENGINES]
-        ratio = _ratio(row, figures_by_engine.get("ours"), figures_by_engine.get("llamacpp"))
-        lines.append(row.label.ljust(LABEL_WIDTH) + "".join(c.rjust(CELL_WIDTH) for c in cells) + ratio.rjust(20))
+        ratios = [_ratio(row, figures_by_engine.get(e), figures_by_engine.get("llamacpp")) for e in ratioed]
+        lines.append(row.label.ljust(LABEL_WIDTH) + "".join(c.rjust(CELL_WIDTH) for c in cells)
+                     + "".join(ratio.rjust(20) for ratio in ratios))
     return lines
 
 
@@ -73,7 +78,7 @@ def _cell(figures, key: str) -> str:
         return "-"
     values = figures.get(key)
     if isinstance(values, str):
-        return values  # "n/a (why)"
+        return values  # "n/a", with the reason in the engine's notes
     if not values:
         return "n/a"
     if len(values) == 1:

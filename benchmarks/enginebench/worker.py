@@ -21,7 +21,7 @@ from pathlib import Path
 
 from enginebench.spec import WorkerSpec
 
-MODULES = {"ours": "enginebench.ours", "llamacpp": "enginebench.llamacpp",
+MODULES = {"ours": "enginebench.ours", "lean": "enginebench.lean", "llamacpp": "enginebench.llamacpp",
            "transformers": "enginebench.hf", "bandwidth": "enginebench.bandwidth"}
 ENTRY = Path(__file__).resolve().parent.parent / "engine.py"
 

@@ -1,4 +1,4 @@
-"""benchmarks/engine.py: a quick run of our engine alone prints every figure, and
+"""benchmarks/engine.py: a quick run of our two engines prints every figure, and
 ``--write-results`` keeps the rest of RESULTS.md while replacing its own section."""
 
 from __future__ import annotations
@@ -30,22 +30,29 @@ ROW_PREFIXES = (
 
 
 @pytest.mark.slow
-def test_quick_run_of_ours_prints_every_figure(tmp_path: Path, smollm2_auto_mcp: Path) -> None:
+def test_quick_run_of_ours_and_lean_prints_every_figure(tmp_path: Path, smollm2_auto_mcp: Path) -> None:
     raw = tmp_path / "samples.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--engines", "ours", "--json", str(raw)],
+        [sys.executable, str(SCRIPT), "--quick", "--engines", "ours,lean", "--json", str(raw)],
         cwd=ROOT, capture_output=True, text=True, timeout=600, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
-    assert lines[1].startswith("command: ") and lines[1].endswith(f"engine.py --quick --engines ours --json {raw}")
+    assert lines[1].startswith("command: ") and lines[1].endswith(f"engine.py --quick --engines ours,lean --json {raw}")
+    assert report.ENGINES == ("ours", "lean", "llamacpp", "transformers")
     for prefix in ROW_PREFIXES:
         row = next((line for line in lines if line.startswith(prefix)), None)
         assert row is not None, f"no row {prefix!r} in:\n{done.stdout}"
-        ours, llama, hf = (_cell(row, i) for i in range(3))
+        ours, lean, llama, hf = (_cell(row, i) for i in range(4))
         assert CELL.match(ours), f"ours has no number in {row!r}"
+        assert CELL.match(lean) or (lean == "n/a" and prefix.startswith("aggregate")), f"lean: {row!r}"
         assert (llama, hf) == ("-", "-"), row  # engines left out
-    ours = json.loads(raw.read_text())["results"]["ours"]
+    target = next(line for line in lines if line.startswith("  target: 1.5 x .mcp file + KV"))
+    assert float(_cell(target, 0)) > 1.5 * smollm2_auto_mcp.stat().st_size / 2**20
+    assert "- ours, lean: no aggregate decode: it runs one sequence at a time" in lines
+    results = json.loads(raw.read_text())["results"]
+    assert results["lean"]["info"]["weight_bytes"] == results["ours"]["info"]["weight_bytes"]
+    ours = results["ours"]
     samples = ours["figures"]
     assert len(samples["pp_tps"]) == 2 and all(v > 0 for v in samples["pp_tps"])
     assert len(samples["load_cold_ms"]) == 2  # one fresh process per cold sample
