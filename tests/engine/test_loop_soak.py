@@ -5,7 +5,9 @@ process's resident memory must stay flat once warmed up. The soak runs in a proc
 
 from __future__ import annotations
 
+import itertools
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -14,16 +16,23 @@ import pytest
 from soak_run import NUM_REQUESTS
 
 SOAK = Path(__file__).with_name("soak_run.py")
-# Anonymous resident growth allowed after warm-up. Warm-up touches every KV block (64 sequences
-# of up to 2 blocks contend for 64, so all are used and preemptions happen: with 96 blocks and at
-# most 3 new tokens a request, a fast CPU finished requests before the blocks ran out and never
-# preempted) and the largest gather buffers. The soak reads memory after malloc_trim, so free
-# memory glibc keeps for reuse is not counted (read without it, one run moved by +-8 MiB from one
-# window to the next), and reads the anonymous part, so code pages first run late are not either.
-# Runs of their own moved by +0.1 to +0.7 MiB. A leak of what one request holds (its Request, a
-# SequenceState with its torch.Generator's ~5 KiB of state, its handle and outputs) over the
-# 4,500 later requests would be ~20 MiB or more, past this bound.
-RSS_TOLERANCE_MIB = 12
+# Anonymous resident memory is read after every window of 128 requests from the end of warm-up
+# on, after malloc_trim (so free memory glibc keeps for reuse is not counted: read without it,
+# one run moved by +-8 MiB from one window to the next), and only its anonymous part (so code
+# pages first run late are not either). Warm-up touches every KV block (64 sequences of up to
+# 2 blocks contend for 64, so all are used and preemptions happen: with 96 blocks and at most 3
+# new tokens a request, a fast CPU finished requests before the blocks ran out and never
+# preempted) and the largest gather buffers.
+#
+# A leak grows memory window after window; the heap settling after warm-up moves it once. So the
+# check is the median growth from one window to the next: what one request holds (its Request, a
+# SequenceState with its torch.Generator's ~5 KiB of state, its handle and outputs) left behind
+# by each is 0.6 MiB a window or more, where a run of its own measured a median of 0 KiB (+0.5
+# MiB in all, AMD EPYC) and the planted 5 KiB a request 706 KiB (20 KiB: 2,656 KiB). The total
+# is bounded too, loosely: runs of their own moved by +0.1 to +0.7 MiB, but one CI run saw a
+# single rise of +12.2 MiB, which the old bound of 12 MiB on the total failed, with no leak behind it.
+MEDIAN_STEP_TOLERANCE_KIB = 256
+RSS_TOLERANCE_MIB = 48
 # Live objects of one type may not grow by this many after warm-up: one left behind by each
 # request, or by each of a fifth of them, is well past it (two runs: no type grew by more than 77).
 OBJECT_TOLERANCE = 500
@@ -39,9 +48,12 @@ def soak(model: Path, requests: int = NUM_REQUESTS, leak: str = "") -> dict:
 def leaks(result: dict) -> list[str]:
     """What the soak's memory says was left behind, in words; empty when nothing was."""
     found = [f"{name}: +{count} objects" for name, count in result["objects_grown"].items() if count >= OBJECT_TOLERANCE]
-    anon = result["rss_grown_mib"]["RssAnon"]
-    if anon >= RSS_TOLERANCE_MIB:
-        found.append(f"anonymous RSS grew {anon:.1f} MiB after warm-up")
+    anon = result["rss_anon_mib"]
+    step_kib = statistics.median(later - earlier for earlier, later in itertools.pairwise(anon)) * 1024
+    if step_kib >= MEDIAN_STEP_TOLERANCE_KIB:
+        found.append(f"anonymous RSS grew a median {step_kib:.0f} KiB a window of requests after warm-up")
+    if anon[-1] - anon[0] >= RSS_TOLERANCE_MIB:
+        found.append(f"anonymous RSS grew {anon[-1] - anon[0]:.1f} MiB after warm-up")
     return found
 
 
@@ -55,13 +67,14 @@ def test_soak_with_random_cancellations_returns_every_block(smollm2_mcp: Path) -
     assert endings["cancelled"] > 500 and endings["length"] > 2000 and result["preemptions"] > 0
     assert leaks(result) == [], result
     print(f"\nsoak: {NUM_REQUESTS} requests in {result['seconds']:.0f} s, {endings}, {result['steps']} steps, "
-          f"{result['preemptions']} preemptions, RSS after warm-up {result['rss_grown_mib']}")
+          f"{result['preemptions']} preemptions, anonymous RSS after warm-up {result['rss_anon_mib'][0]:.1f} -> "
+          f"{result['rss_anon_mib'][-1]:.1f} MiB")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("leak, seen", [("events", "mcp.engine.hooks"), ("buffers", "anonymous RSS grew")])
+@pytest.mark.parametrize("leak, seen", [("events", "mcp.engine.hooks"), ("buffers", "anonymous RSS grew a median")])
 def test_the_soak_sees_a_planted_leak(smollm2_mcp: Path, leak: str, seen: str) -> None:
-    """Each kind of leak fails the check: objects kept by a hook, 20 KiB buffers kept per request,
-    over 1,000 requests after warm-up (shorter than the soak, hence the larger buffers)."""
+    """Each kind of leak fails the check: objects kept by a hook, 5 KiB buffers kept per request
+    (about what a Request with its SequenceState holds), over 1,000 requests after warm-up."""
     found = leaks(soak(smollm2_mcp, 1500, leak))
     assert any(seen in line for line in found), found
