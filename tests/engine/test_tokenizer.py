@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import sys
 from datetime import datetime
 
 import gguf
@@ -69,6 +70,19 @@ def test_bos_and_eos_follow_the_spec_flags(smollm2_spec):
     assert both.encode("Hello") == [1, 19556, 2]
     assert both.encode("Hello", add_special_tokens=False) == [19556]
     assert both.encode("") == [1, 2]
+
+
+def test_loads_of_one_spec_share_a_tokenizer_that_keeps_no_json(smollm2_spec):
+    json_text = "".join(smollm2_spec.tokenizer_json)  # a str of its own, referenced only here
+    spec = dataclasses.replace(smollm2_spec, tokenizer_json=json_text)
+    references = sys.getrefcount(json_text)
+    first = Tokenizer.from_spec(spec)
+    assert Tokenizer.from_spec(dataclasses.replace(smollm2_spec)) is first  # a hot swap's reload
+    assert Tokenizer.from_spec(dataclasses.replace(smollm2_spec, chat_template="{{ 1 }}")) is not first
+    del spec
+    assert sys.getrefcount(json_text) == references - 1  # neither the tokenizer nor its cache keeps it
+    assert first.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True).startswith(
+        "<|im_start|>")
 
 
 def test_decode_matches_transformers(smollm2_tokenizer, smollm2_hf):

@@ -8,9 +8,11 @@ that keeps non-ASCII text), so a prompt formats to the same string here and ther
 
 from __future__ import annotations
 
-import functools
+import dataclasses
+import hashlib
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -34,7 +36,9 @@ class Tokenizer:
 
     def __init__(self, backend: tokenizers.Tokenizer, spec: TokenizerSpec) -> None:
         self._backend = backend
-        self._spec = spec
+        # the template's two token strings; not the spec, whose serialized JSON (3 MiB of str
+        # for SmolLM2) is not needed once the backend is built
+        self._bos_token, self._eos_token = spec.bos_token or "", spec.eos_token or ""
         self._template = _compile_chat_template(spec.chat_template) if spec.chat_template else None
         self.vocab_size: int = backend.get_vocab_size(with_added_tokens=True)
         self.bos_token_id: int | None = spec.bos_token_id
@@ -91,8 +95,8 @@ class Tokenizer:
         variables = {
             "tools": None,
             "documents": None,
-            "bos_token": self._spec.bos_token or "",
-            "eos_token": self._spec.eos_token or "",
+            "bos_token": self._bos_token,
+            "eos_token": self._eos_token,
             **template_kwargs,
         }
         conversation = _checked_messages(messages)
@@ -148,11 +152,24 @@ class IncrementalDecoder:
         return prefix_text, decode(self._ids[start:], skip_special_tokens=self._skip)
 
 
-@functools.lru_cache(maxsize=8)
 def _tokenizer_for(spec: TokenizerSpec) -> Tokenizer:
-    tokenizer = Tokenizer._build(spec)
-    release_free_memory()  # parsing the JSON freed over half of what it took (heap.py)
+    """The shared Tokenizer of ``spec``, keyed by the spec with its JSON replaced by the JSON's
+    digest, so that the cache does not keep the JSON itself alive."""
+    key = dataclasses.replace(spec, tokenizer_json=hashlib.sha256(spec.tokenizer_json.encode()).hexdigest())
+    with _BUILT_LOCK:
+        tokenizer = _BUILT.pop(key, None)
+        if tokenizer is None:
+            tokenizer = Tokenizer._build(spec)
+            release_free_memory()  # parsing the JSON freed over half of what it took (heap.py)
+        _BUILT[key] = tokenizer  # the most recently used last
+        while len(_BUILT) > _BUILT_MAX:
+            del _BUILT[next(iter(_BUILT))]
     return tokenizer
+
+
+_BUILT: dict[TokenizerSpec, Tokenizer] = {}
+_BUILT_LOCK = threading.Lock()
+_BUILT_MAX = 8  # tokenizers kept for later loads of the same model
 
 
 def _special_tokens_processor(spec: TokenizerSpec) -> processors.TemplateProcessing:

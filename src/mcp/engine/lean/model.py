@@ -78,24 +78,26 @@ class LeanModel:
             raise ConfigError(f"max_context must be an integer in [2, {limit}] (the model's context), "
                               f"got {max_context!r}")
         self.path = layout.path
-        self.header = header
+        self.architecture = arch
+        self.chat_template = header.tokenizer.chat_template  # the header itself is not kept: its
+        # tokenizer JSON (3 MiB of str for SmolLM2) is not needed once the tokenizer is built
         self.name = name or Path(layout.path).stem
         self.max_context = max_context or limit
         self.num_threads = num_threads or len(os.sched_getaffinity(0))
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
         self.kv_cache_dtype = kv_cache_dtype
-        self._weights = weights = FileWeights(layout)
-        self._build_step(weights, KV_DTYPES[kv_cache_dtype])
+        self._build_step(FileWeights(layout), KV_DTYPES[kv_cache_dtype])  # its views keep the map
         self._busy = threading.Lock()
         self._cached_ids: list[int] = []  # the tokens whose keys and values the cache holds, in order
         self._last_reused = 0  # prompt tokens the last request found in the cache
         self.prefix_caching = prefix_caching
-        release_free_memory()  # what building the tables freed
+        del layout, header
+        release_free_memory()  # what building the tables freed, and the header's strings
         self.load_s = time.perf_counter() - started
 
     # -- building the step's tables once ---------------------------------------------------
     def _build_step(self, weights: FileWeights, kv_dtype: type) -> None:
-        arch = self.header.architecture
+        arch = self.architecture
         self.embed = weights.matrix("model.embed_tokens.weight")
         self.head = self.embed if arch.tie_word_embeddings else weights.matrix("lm_head.weight")
         self._final_norm = weights.vector("model.norm.weight")
@@ -187,7 +189,7 @@ class LeanModel:
         raw, system = options.pop("raw", False), options.pop("system", None)
         params = SamplingParams.from_user(**options)
         prompt = check_text(prompt, "prompt")
-        if raw or not self.header.tokenizer.chat_template:
+        if raw or not self.chat_template:
             if system is not None:
                 raise InvalidRequestError("system needs the chat template; it cannot be used with raw=True")
             return self.tokenizer.encode(prompt), params
@@ -268,7 +270,7 @@ class LeanModel:
 
     def _forward(self, ids: list[int], start: int) -> np.ndarray:
         """Run ``ids`` at positions ``start``.. through every layer; the last one's logits [vocab]."""
-        arch = self.header.architecture
+        arch = self.architecture
         self._extend_rope(start + len(ids))
         hidden = None
         for offset in range(0, len(ids), MAX_CHUNK):
