@@ -138,7 +138,7 @@ def _ours(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
 
 
 def _lean(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
-    from enginebench.lean import decode_tps
+    from enginebench.ours import decode_tps
     from mcp.engine.lean import LeanModel
     from mcp.modelfile import catalog
 

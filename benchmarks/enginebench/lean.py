@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import gc
 
+from enginebench import ours  # the same SDK calls, timed the same way (it imports torch only when run)
 from enginebench.measure import drop_from_page_cache, log, memory_mib, now, repeat, wall
+from enginebench.ours import GREEDY, decode_tps
 from enginebench.spec import CHAT_MESSAGES, DECODE_PROMPTS, WorkerSpec
 
 METHODS = {
-    "pp": "wall time of infer(raw=True, max_tokens=1): tokenize + prefill + first token (prefix reuse off)",
-    "decode": "InferResult.timings: (tokens - 1) / (total_s - ttft_s), greedy, ignore_eos",
-    "ttft": "wall time of chat(messages, max_tokens=1): template + tokenize + prefill + first token",
+    **{key: ours.METHODS[key] for key in ("pp", "decode", "ttft")},
     "load": "LeanModel(.mcp): map the file, build the tokenizer and the step's tables",
 }
-GREEDY = {"temperature": 0.0, "ignore_eos": True}
 
 
 def measure(spec: WorkerSpec) -> dict:
@@ -49,12 +48,6 @@ def measure(spec: WorkerSpec) -> dict:
     figures["rss_peak_mib"] = [memory_mib()["peak"]]
     figures["load_warm_ms"] = _warm_loads(model, spec, options)
     return result
-
-
-def decode_tps(model, prompt: str, tokens: int) -> float:
-    out = model.infer(prompt, raw=True, max_tokens=tokens, **GREEDY)
-    timings = out.timings
-    return (out.usage.completion_tokens - 1) / (timings.total_s - timings.ttft_s)
 
 
 def _warm_loads(model, spec: WorkerSpec, options: dict) -> list[float]:
