@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from mcp.runtime.errors import MCPError, ModelNotFoundError
+from mcp.runtime.errors import MCPError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -249,20 +249,16 @@ def _run_lean(args: argparse.Namespace, options: dict) -> int:
     """``run --lean``: the torch-free decoder. Generation defaults come from the config as in a
     Session; a catalog name must be pulled already (compiling needs torch)."""
     from mcp.engine.lean import LeanModel
-    from mcp.modelfile import catalog
     from mcp.runtime.config import RuntimeConfig, load_config
-    from mcp.runtime.paths import catalog_name, resolve_model_path
+    from mcp.runtime.paths import resolve_model_path
 
     config = load_config(args.config) if args.config else RuntimeConfig()
-    name = catalog_name(Path(args.model))
-    if name in catalog.CATALOG and not catalog.compiled_path(name, config.cache_dir).is_file():
-        raise ModelNotFoundError(f"{name} is not pulled yet: run `mcp2026 pull {name}` first "
-                                 "(compiling it needs torch, which --lean never loads)")
-    model = LeanModel(resolve_model_path(config, args.model), num_threads=args.threads or config.num_threads,
+    threads = config.num_threads if args.threads is None else args.threads
+    model = LeanModel(resolve_model_path(config, args.model, pull=False), num_threads=threads,
                       max_context=config.max_context)
     defaults = {key: value for key, value in dataclasses.asdict(config.generation).items() if value is not None}
-    _print_stream(model.stream(args.prompt, raw=args.raw, **{**defaults, **{k: v for k, v in options.items()
-                                                                            if v is not None}}))
+    chosen = {key: value for key, value in options.items() if value is not None}
+    _print_stream(model.stream(args.prompt, raw=args.raw, **(defaults | chosen)))
     return 0
 
 

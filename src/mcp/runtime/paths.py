@@ -10,9 +10,11 @@ from mcp.runtime.config import RuntimeConfig
 from mcp.runtime.errors import ModelNotFoundError
 
 
-def resolve_model_path(config: RuntimeConfig, model: str | os.PathLike) -> Path:
+def resolve_model_path(config: RuntimeConfig, model: str | os.PathLike, *, pull: bool = True) -> Path:
     """The .mcp file ``model`` names: a path (relative to ``model_dir``, then the working folder)
-    or a catalog name (compiled in the cache, pulled when it is not there yet)."""
+    or a catalog name (compiled in the cache, pulled when it is not there yet; with
+    ``pull=False``, a ``ModelNotFoundError`` that says to pull it instead: pulling compiles,
+    which needs torch)."""
     if not isinstance(model, (str, os.PathLike)):
         raise ModelNotFoundError(f"model must be a path or a catalog name, got {type(model).__name__}")
     path = Path(model).expanduser()
@@ -24,8 +26,12 @@ def resolve_model_path(config: RuntimeConfig, model: str | os.PathLike) -> Path:
     cached = catalog.compiled_path(catalog_name(path), home)
     if cached.is_file():
         return cached
-    if catalog_name(path) in catalog.CATALOG:
-        return catalog.pull(catalog_name(path), home)
+    name = catalog_name(path)
+    if name in catalog.CATALOG:
+        if not pull:
+            raise ModelNotFoundError(f"{name} is not pulled yet: run `mcp2026 pull {name}` first "
+                                     "(compiling it needs torch)")
+        return catalog.pull(name, home)
     looked = ", ".join(str(c) for c in dict.fromkeys([*candidates, cached]))
     raise ModelNotFoundError(
         f"model {str(model)!r} not found (looked in {looked}) and it is not a catalog name "
