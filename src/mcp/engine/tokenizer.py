@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-
 import json
 import threading
 from collections.abc import Mapping, Sequence
@@ -152,6 +151,11 @@ class IncrementalDecoder:
         return prefix_text, decode(self._ids[start:], skip_special_tokens=self._skip)
 
 
+_BUILT: dict[TokenizerSpec, Tokenizer] = {}
+_BUILT_LOCK = threading.Lock()
+_BUILT_MAX = 8  # tokenizers kept for later loads of the same model
+
+
 def _tokenizer_for(spec: TokenizerSpec) -> Tokenizer:
     """The shared Tokenizer of ``spec``, keyed by the spec with its JSON replaced by the JSON's
     digest, so that the cache does not keep the JSON itself alive."""
@@ -165,11 +169,6 @@ def _tokenizer_for(spec: TokenizerSpec) -> Tokenizer:
         while len(_BUILT) > _BUILT_MAX:
             del _BUILT[next(iter(_BUILT))]
     return tokenizer
-
-
-_BUILT: dict[TokenizerSpec, Tokenizer] = {}
-_BUILT_LOCK = threading.Lock()
-_BUILT_MAX = 8  # tokenizers kept for later loads of the same model
 
 
 def _special_tokens_processor(spec: TokenizerSpec) -> processors.TemplateProcessing:
