@@ -213,6 +213,8 @@ def _render(command, settings, base, model_line, bandwidth, results, others) -> 
         "ratio: speed rows ours/llama.cpp, time and memory rows llama.cpp/ours: > 1 means ours is better",
         (f"aggregate decode: {settings.batch_tokens} tokens per sequence, greedy, EOS ignored; "
          "prompts are the first N of the benchmark's short prompts"),
+        "",
+        *report.target_lines(report.issue_targets(settings.batch_sizes), {e: figures.get(e) for e in results}),
     ]
     return lines + _notes(results, ours_info, gbps)
 

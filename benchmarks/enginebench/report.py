@@ -97,6 +97,73 @@ def _ratio(row: Row, ours, llama) -> str:
     return f"{value:.2f}x"
 
 
+@dataclass(frozen=True)
+class Target:
+    """One of issue 3's targets, for one of our engines' ``figure``. ``ratio_to``: the
+    llama.cpp figure it is a ratio to (ours / llama.cpp's, in the same run); else the figure
+    itself meets ``bound``, or the engine's own ``bound_figure`` (the RSS target row)."""
+
+    label: str
+    figure: str
+    better: str  # "higher" or "lower": the side of the bound that meets it
+    bound: float = 0.0
+    ratio_to: str | None = None
+    bound_figure: str | None = None
+
+
+def issue_targets(batch_sizes) -> list[Target]:
+    targets = [
+        Target("prompt processing >= 2.5x llama.cpp", "pp_tps", "higher", 2.5, ratio_to="pp_tps"),
+        Target("batch-1 decode >= 1.0x llama.cpp", "decode1_tps", "higher", 1.0, ratio_to="decode1_tps"),
+        Target("TTFT <= 0.5x llama.cpp's", "ttft_ms", "lower", 0.5, ratio_to="ttft_ms"),
+    ]
+    if batch_sizes:
+        largest = max(batch_sizes)
+        targets.append(Target(f"{largest} seqs aggregate >= 3x llama.cpp batch 1", f"decode_b{largest}_tps",
+                              "higher", 3.0, ratio_to="decode1_tps"))
+    return targets + [
+        Target("warm load <= 100 ms", "load_warm_ms", "lower", 100.0),
+        Target("peak RSS, batch-1 runs <= target row", "rss_peak_b1_mib", "lower", bound_figure="rss_target_mib"),
+    ]
+
+
+def target_lines(targets: list[Target], figures_by_engine: dict[str, dict | None]) -> list[str]:
+    """Each target, and for each of our engines its figure (a ratio to llama.cpp's where the
+    target is one) and whether this run meets it."""
+    ours = [engine for engine in RATIOED if figures_by_engine.get(engine)]
+    lines = ["issue 3's targets, this run (medians):"]
+    for target in targets:
+        cells = [f"{TITLES[engine]} {_target_cell(target, figures_by_engine[engine], figures_by_engine.get('llamacpp'))}"
+                 for engine in ours]
+        lines.append(f"  {target.label:<{LABEL_WIDTH + 4}}" + "".join(cell.ljust(CELL_WIDTH + 6) for cell in cells).rstrip())
+    return lines
+
+
+def _target_cell(target: Target, mine: dict, llama: dict | None) -> str:
+    value = _median(mine, target.figure)
+    if value is None:
+        return "n/a"
+    if target.ratio_to:
+        theirs = _median(llama, target.ratio_to)
+        if theirs is None:
+            return "no llama.cpp figure"
+        value, bound, shown = value / theirs, target.bound, f"{value / theirs:.2f}x"
+    else:
+        bound = _median(mine, target.bound_figure) if target.bound_figure else target.bound
+        if bound is None:
+            return "n/a"
+        shown = f"{value:.1f}"  # one decimal: a figure just past its bound shows it
+    met = value >= bound if target.better == "higher" else value <= bound
+    return f"{shown} {'met' if met else 'MISSED'}"
+
+
+def _median(figures: dict | None, key: str) -> float | None:
+    values = (figures or {}).get(key)
+    if not values or isinstance(values, str):
+        return None
+    return statistics.median(values)
+
+
 def number(value: float) -> str:
     if abs(value) >= 100:
         return f"{value:.0f}"

@@ -50,6 +50,15 @@ def test_quick_run_of_ours_and_lean_prints_every_figure(tmp_path: Path, smollm2_
     target = next(line for line in lines if line.startswith("  target: 1.5 x .mcp file + KV"))
     assert float(_cell(target, 0)) > 1.5 * smollm2_auto_mcp.stat().st_size / 2**20
     assert "- ours, lean: no aggregate decode: it runs one sequence at a time" in lines
+    # The targets block: without llama.cpp in the run the ratio targets have no peer; the
+    # absolute ones are judged.
+    block = lines[lines.index("issue 3's targets, this run (medians):") + 1:]
+    assert [line.split("  ")[1] for line in block[:6]] == [
+        "prompt processing >= 2.5x llama.cpp", "batch-1 decode >= 1.0x llama.cpp", "TTFT <= 0.5x llama.cpp's",
+        "32 seqs aggregate >= 3x llama.cpp batch 1", "warm load <= 100 ms", "peak RSS, batch-1 runs <= target row"]
+    assert "ours no llama.cpp figure" in block[0] and "ours, lean no llama.cpp figure" in block[0]
+    assert "ours, lean n/a" in block[3]
+    assert re.search(rf"ours {NUMBER} (met|MISSED) +ours, lean {NUMBER} (met|MISSED)$", block[4]), block[4]
     results = json.loads(raw.read_text())["results"]
     assert results["lean"]["info"]["weight_bytes"] == results["ours"]["info"]["weight_bytes"]
     ours = results["ours"]
@@ -62,6 +71,24 @@ def test_quick_run_of_ours_and_lean_prints_every_figure(tmp_path: Path, smollm2_
         read = sum(model.tensor(spec.name).nbytes for spec in model.header.tensors
                    if not spec.name.endswith(SCALE_ZERO_SUFFIX))
     assert ours["info"]["weight_bytes"] == read
+
+
+def test_targets_are_judged_against_llama_cpp_in_the_same_run() -> None:
+    llama = {"pp_tps": [200.0, 210.0, 190.0], "decode1_tps": [100.0], "ttft_ms": [140.0], "decode_b32_tps": [220.0]}
+    ours = {"pp_tps": [500.0, 520.0, 480.0], "decode1_tps": [99.0], "ttft_ms": [70.0], "decode_b32_tps": [301.0],
+            "load_warm_ms": [100.5], "rss_peak_b1_mib": [180.0], "rss_target_mib": [183.5]}
+    lean = {"pp_tps": [400.0], "decode1_tps": [101.0], "ttft_ms": [71.0], "load_warm_ms": [30.0],
+            "rss_peak_b1_mib": [184.0], "rss_target_mib": [183.5]}
+    lines = report.target_lines(report.issue_targets((8, 32)), {"ours": ours, "lean": lean, "llamacpp": llama})
+    cells = [re.split(r" {2,}", line.strip())[1:] for line in lines[1:]]
+    assert cells == [
+        ["ours 2.50x met", "ours, lean 2.00x MISSED"],  # medians: 500 / 200, at the bound
+        ["ours 0.99x MISSED", "ours, lean 1.01x met"],
+        ["ours 0.50x met", "ours, lean 0.51x MISSED"],  # time: ours / llama.cpp's, at most 0.5
+        ["ours 3.01x met", "ours, lean n/a"],  # against llama.cpp's batch-1 figure, not its batch of 32
+        ["ours 100.5 MISSED", "ours, lean 30.0 met"],
+        ["ours 180.0 met", "ours, lean 184.0 MISSED"],  # against each engine's own target row
+    ]
 
 
 def _cell(row: str, column: int) -> str:
