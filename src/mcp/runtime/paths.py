@@ -22,11 +22,10 @@ def resolve_model_path(config: RuntimeConfig, model: str | os.PathLike, *, pull:
     for candidate in candidates:
         if candidate.is_file():
             return candidate.resolve()
-    home = config.cache_dir
-    cached = catalog.compiled_path(catalog_name(path), home)
+    home, name = config.cache_dir, catalog_name(path)
+    cached = catalog.compiled_path(name, home)
     if cached.is_file():
         return cached
-    name = catalog_name(path)
     if name in catalog.CATALOG:
         if not pull:
             raise ModelNotFoundError(f"{name} is not pulled yet: run `mcp2026 pull {name}` first "
