@@ -48,6 +48,7 @@ from mcp.modelfile.spec import (
     TensorSpec,
     TokenizerSpec,
 )
+from mcp.modelfile.validate import expected_tensor_shapes
 from mcp.modelfile.writer import write_model
 from mcp.runtime.errors import ConfigError, ModelFormatError, ModelNotFoundError, UnsupportedModelError
 
@@ -140,31 +141,6 @@ def load_source(src: Path) -> SourceModel:
     from mcp.modelfile.gguf_source import load_gguf
 
     return load_gguf(src)
-
-
-def expected_tensor_shapes(arch: ArchitectureConfig) -> dict[str, tuple[int, ...]]:
-    """Every tensor a ``.mcp`` of this architecture holds, with its logical shape, in order."""
-    hidden, hd = arch.hidden_size, arch.head_dim
-    q_rows, kv_rows = arch.num_attention_heads * hd, arch.num_kv_heads * hd
-    shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (arch.vocab_size, hidden)}
-    for i in range(arch.num_layers):
-        layer = f"model.layers.{i}"
-        shapes[f"{layer}.input_layernorm.weight"] = (hidden,)
-        for proj, rows in (("q", q_rows), ("k", kv_rows), ("v", kv_rows)):
-            shapes[f"{layer}.self_attn.{proj}_proj.weight"] = (rows, hidden)
-            if arch.attention_bias:
-                shapes[f"{layer}.self_attn.{proj}_proj.bias"] = (rows,)
-        shapes[f"{layer}.self_attn.o_proj.weight"] = (hidden, q_rows)
-        shapes[f"{layer}.post_attention_layernorm.weight"] = (hidden,)
-        shapes[f"{layer}.mlp.gate_proj.weight"] = (arch.intermediate_size, hidden)
-        shapes[f"{layer}.mlp.up_proj.weight"] = (arch.intermediate_size, hidden)
-        shapes[f"{layer}.mlp.down_proj.weight"] = (hidden, arch.intermediate_size)
-    shapes["model.norm.weight"] = (hidden,)
-    if not arch.tie_word_embeddings:
-        shapes["lm_head.weight"] = (arch.vocab_size, hidden)
-    if arch.rope_scaling is not None and arch.rope_scaling.kind == "freq_factors":
-        shapes["model.rope_freqs"] = (hd // 2,)
-    return shapes
 
 
 def check_tensors(src: Path, source: SourceModel) -> None:

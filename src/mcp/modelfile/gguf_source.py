@@ -11,6 +11,7 @@ in Hugging Face (rotate_half) order here, which works on whole rows, so blocks s
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.compiler import SourceModel, SourceTensor, TensorValue
 from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, stored_shape
+from mcp.modelfile.validate import MAX_DIM, check_architecture
 from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
@@ -109,30 +111,63 @@ def _architecture(
     def get(key: str, default: Any = _REQUIRED) -> Any:
         return read_field(path, reader, f"{arch}.{key}", default)
 
-    hidden, heads = int(get("embedding_length")), int(get("attention.head_count"))
-    head_dim = int(get("attention.key_length", hidden // heads))
-    rope_dims = int(get("rope.dimension_count", head_dim))
+    def count(key: str, default: Any = _REQUIRED) -> int:
+        return gguf_count(path, f"{arch}.{key}", get(key, default))
+
+    def number(key: str, default: Any = _REQUIRED) -> float:
+        return gguf_number(path, f"{arch}.{key}", get(key, default))
+
+    hidden, heads = count("embedding_length"), count("attention.head_count")
+    head_dim = count("attention.key_length", hidden // heads)
+    rope_dims = count("rope.dimension_count", head_dim)
     if rope_dims != head_dim:
         raise UnsupportedModelError(
             f"{path}: partial rotary embeddings ({rope_dims} of {head_dim} dims) are not supported"
         )
-    return ArchitectureConfig(
+    tokens = read_field(path, reader, "tokenizer.ggml.tokens")
+    if not isinstance(tokens, list):
+        raise ModelFormatError(f"{path}: GGUF metadata tokenizer.ggml.tokens must be an array of strings")
+    architecture = ArchitectureConfig(
         architecture="llama",
         variant=arch,
-        vocab_size=len(read_field(path, reader, "tokenizer.ggml.tokens")),
+        vocab_size=len(tokens),
         hidden_size=hidden,
-        intermediate_size=int(get("feed_forward_length")),
-        num_layers=int(get("block_count")),
+        intermediate_size=count("feed_forward_length"),
+        num_layers=count("block_count"),
         num_attention_heads=heads,
-        num_kv_heads=int(get("attention.head_count_kv", heads)),
+        num_kv_heads=count("attention.head_count_kv", heads),
         head_dim=head_dim,
-        max_position_embeddings=int(get("context_length")),
-        rms_norm_eps=float(get("attention.layer_norm_rms_epsilon")),
-        rope_theta=float(get("rope.freq_base", 10000.0)),
+        max_position_embeddings=count("context_length"),
+        rms_norm_eps=number("attention.layer_norm_rms_epsilon"),
+        rope_theta=number("rope.freq_base", 10000.0),
         tie_word_embeddings="output.weight" not in by_name,
         attention_bias="blk.0.attn_q.bias" in by_name,
         rope_scaling=_rope_scaling(path, get, "rope_freqs.weight" in by_name),
     )
+    check_architecture(architecture, str(path), len(by_name))
+    return architecture
+
+
+def gguf_count(path: Path, key: str, value: Any) -> int:
+    """A GGUF count (heads, layers, lengths): an integer from 1 to ``MAX_DIM``, else a
+    ``ModelFormatError`` naming the key (0 heads would divide by zero; 2**60 layers would loop)."""
+    if type(value) is not int or not 1 <= value <= MAX_DIM:
+        raise ModelFormatError(f"{path}: GGUF metadata {key} must be an integer from 1 to {MAX_DIM}, "
+                               f"not {_shown(value)}")
+    return value
+
+
+def gguf_number(path: Path, key: str, value: Any) -> float:
+    """A GGUF float field (epsilon, RoPE base): a finite number above 0."""
+    if type(value) not in (int, float) or not (math.isfinite(value) and value > 0):
+        raise ModelFormatError(f"{path}: GGUF metadata {key} must be a finite number above 0, not {_shown(value)}")
+    return float(value)
+
+
+def _shown(value: Any) -> str:
+    """A metadata value in a message, cut short (an array field may hold 100,000 entries)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _rope_scaling(path: Path, get, has_freq_factors: bool) -> RopeScaling | None:
@@ -140,7 +175,9 @@ def _rope_scaling(path: Path, get, has_freq_factors: bool) -> RopeScaling | None
     factor = get("rope.scaling.factor", None)
     if kind is None and get("rope.scale_linear", None) is not None:
         kind, factor = "linear", get("rope.scale_linear")
-    if kind in (None, "none") or (kind == "linear" and float(factor or 1.0) == 1.0):
+    if kind == "linear":
+        factor = gguf_number(path, "rope.scaling.factor", 1.0 if factor is None else factor)
+    if kind in (None, "none") or (kind == "linear" and factor == 1.0):
         kind = None
     elif kind != "linear":
         raise UnsupportedModelError(f"{path}: RoPE scaling type {kind!r} is not supported (linear is)")
@@ -150,7 +187,7 @@ def _rope_scaling(path: Path, get, has_freq_factors: bool) -> RopeScaling | None
                 f"{path}: rope_freqs together with {kind} RoPE scaling is not supported"
             )
         return RopeScaling(kind="freq_factors", factor=1.0)
-    return RopeScaling(kind="linear", factor=float(factor)) if kind else None
+    return RopeScaling(kind="linear", factor=factor) if kind else None
 
 
 def mcp_name(path: Path, gguf_name: str) -> str:

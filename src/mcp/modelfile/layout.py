@@ -7,6 +7,7 @@ tensors) and ``mcp.engine.lean`` (numpy arrays) both map the file only after thi
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from mcp.modelfile.spec import (
     storage_dtype,
     stored_shape,
 )
+from mcp.modelfile.validate import check_header
 from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
@@ -60,6 +62,7 @@ def read_layout(path: str | os.PathLike) -> FileLayout:
     prefix = _read_prefix(path)
     header_json = _mcp_header_text(path, prefix.metadata)
     header = ModelHeader.from_json(header_json, source=str(path))
+    check_header(header, str(path))
     offsets = _check_data_section(path, prefix)
     _check_tensor_list(path, header, prefix.entries)
     stored = {name: (entry["dtype"], tuple(entry["shape"])) for name, entry in prefix.entries.items()}
@@ -78,14 +81,16 @@ def _read_prefix(path: Path) -> _Prefix:
         if len(head) < 8:
             raise ModelFormatError(f"{path}: not a .mcp file ({size} bytes, too short for a header)")
         (header_len,) = struct.unpack("<Q", head)
+        # never echo header_len: it is the file's first 8 bytes (of /etc/shadow, "root:*:2")
         if header_len > MAX_HEADER_BYTES or header_len < 2:
             raise ModelFormatError(
-                f"{path}: not a .mcp file (no safetensors header: the declared header length "
-                f"{header_len} is implausible); the file is corrupt or of another format"
+                f"{path}: not a .mcp file (its first 8 bytes are not a plausible safetensors header "
+                "length); the file is corrupt or of another format"
             )
         if 8 + header_len > size:
             raise ModelFormatError(
-                f"{path}: truncated: {size} bytes, expected at least {8 + header_len} for the header alone"
+                f"{path}: truncated or not a .mcp file: its safetensors header would run past the end "
+                f"of the file ({size} bytes)"
             )
         raw = handle.read(header_len)
     entries = _parse_json(path, raw)
@@ -98,10 +103,10 @@ def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
     # spends ~12 ms on it, a fifth of a warm model load (a hot swap's load-to-ready).
     try:
         entries = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:  # also invalid UTF-8
+    except orjson.JSONDecodeError as exc:  # also invalid UTF-8; its text may quote the file
         raise ModelFormatError(
-            f"{path}: not a readable .mcp file: its safetensors header is not valid JSON ({exc}); "
-            "the file is corrupt or of another format"
+            f"{path}: not a readable .mcp file: its safetensors header is not valid UTF-8 JSON (at byte "
+            f"{8 + exc.pos}); the file is corrupt or of another format"
         ) from None
     if not isinstance(entries, dict):
         raise ModelFormatError(f"{path}: not a .mcp file: its safetensors header is not a JSON object")
@@ -136,17 +141,23 @@ def _check_data_section(path: Path, prefix: _Prefix) -> dict[str, tuple[int, int
 
 
 def _entry_range(path: Path, name: str, entry: Any) -> tuple[int, int]:
-    try:
-        start, end = (int(v) for v in entry["data_offsets"])
-        count = 1
-        for dim in entry["shape"]:
-            count *= int(dim)
-        nbytes = count * ITEM_SIZES[entry["dtype"]]
-    except (KeyError, TypeError, ValueError):
-        raise ModelFormatError(f"{path}: the safetensors entry of tensor {name} is malformed") from None
-    if end - start != nbytes or start < 0:
+    malformed = ModelFormatError(f"{path}: the safetensors entry of tensor {name} is malformed "
+                                 "(it needs a known dtype, a shape of non-negative integers and two data_offsets)")
+    if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str) or entry["dtype"] not in ITEM_SIZES:
+        raise malformed
+    shape, offsets = entry.get("shape"), entry.get("data_offsets")
+    if not (_integers(shape) and _integers(offsets) and len(offsets) == 2):
+        raise malformed
+    start, end = offsets
+    nbytes = math.prod(shape) * ITEM_SIZES[entry["dtype"]]
+    if end - start != nbytes:
         raise ModelFormatError(f"{path}: tensor {name}'s byte range does not match its dtype and shape")
     return start, end
+
+
+def _integers(value: Any) -> bool:
+    """A JSON list of non-negative integers (not booleans, not floats)."""
+    return isinstance(value, list) and all(type(v) is int and v >= 0 for v in value)
 
 
 def _check_tensor_list(path: Path, header: ModelHeader, entries: dict[str, dict[str, Any]]) -> None:

@@ -183,8 +183,13 @@ class ModelHeader:
             )
         try:
             return _header_from_dict(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFormatError(f"{source}: the .mcp header is malformed ({exc!r})") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelFormatError(f"{source}: the .mcp header is malformed ({_what(exc)})") from None
+
+
+def _what(exc: Exception) -> str:
+    """What a failed parse lacked: a missing key is named as such, not as ``KeyError('x')``."""
+    return f"the field {exc.args[0]!r} is missing" if isinstance(exc, KeyError) else str(exc)
 
 
 def _header_from_dict(data: dict[str, Any]) -> ModelHeader:

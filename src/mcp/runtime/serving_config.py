@@ -74,6 +74,13 @@ class GrpcSection(_Strict):
     port: int = pydantic.Field(50051, ge=0, le=65535)  # 0: any free port (logged at start)
 
 
+class AdminModelsSection(_Strict):
+    """``serving.admin_models``: where an admin load (HTTP or gRPC) may take a model file from."""
+
+    dirs: list[str] | None = None  # None: runtime.model_dir, the model cache and the folders of serving.models
+    allow_any_path: bool = False  # true: any path the server's user can read (the operator's choice)
+
+
 class ServingSection(_Strict):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8000, ge=0, le=65535)
@@ -87,6 +94,7 @@ class ServingSection(_Strict):
     grpc: GrpcSection = GrpcSection()
     isolation: Literal["worker", "none"] | None = None  # None: worker on Linux, none elsewhere
     worker: WorkerSection = WorkerSection()  # the worker sandbox's limits (docs/security.md)
+    admin_models: AdminModelsSection = AdminModelsSection()  # where admin loads may read models
 
 
 @dataclass(frozen=True)
@@ -145,6 +153,8 @@ class ServingConfig:
     grpc_port: int | None = None  # the gRPC API's port on the same host; None: no gRPC server
     isolation: str = field(default_factory=default_isolation)  # worker: each model's engine in a sandboxed process (docs/security.md)
     worker: WorkerLimits = WorkerLimits()
+    admin_model_dirs: tuple[str, ...] | None = None  # absolute; None: the default folders (serving/sources.py)
+    admin_any_path: bool = False
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -164,7 +174,16 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         tenants=tenants, grpc_port=section.grpc.port if section.grpc.enabled else None,
         governance=_governance(section.governance, source),
         isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker, source),
+        admin_model_dirs=_admin_dirs(section.admin_models, source), admin_any_path=section.admin_models.allow_any_path,
     )
+
+
+def _admin_dirs(section: AdminModelsSection, source: str) -> tuple[str, ...] | None:
+    """The folders admin loads may read, absolute (relative ones against the config file's folder)."""
+    if section.dirs is None:
+        return None
+    base = Path(source).parent
+    return tuple(str((base / Path(folder).expanduser()).resolve()) for folder in section.dirs)
 
 
 def _governance(section: GovernanceSection | None, source: str) -> GovernanceConfig | None:

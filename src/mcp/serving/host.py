@@ -127,6 +127,14 @@ class ModelHost:
                     self._activate(loaded)
         return loaded
 
+    def load_from_admin(self, spec: ServedModel, activate: bool = True) -> ModelVersion:
+        """``load`` for an admin API call: the source must lie in the folders
+        ``serving.admin_models`` allows (serving/sources.py), else ``PermissionDeniedError``."""
+        from mcp.serving.sources import check_admin_source
+
+        check_admin_source(self.session.config, spec.source)
+        return self.load(spec, activate)
+
     def swap(self, name: str, version: str) -> ModelVersion:
         """Make an already loaded version current; the one it replaces is retired."""
         with self._lock:

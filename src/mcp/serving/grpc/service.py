@@ -84,7 +84,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
         async with errors_as_status(context):
             current().caller.require_admin()
             spec = convert.served_model(request)
-            loaded = await anyio.to_thread.run_sync(self._state.host.load, spec, not request.standby)
+            loaded = await anyio.to_thread.run_sync(self._state.host.load_from_admin, spec, not request.standby)
             return pb.LoadModelResponse(model=self._info(loaded))
 
     async def SwapModel(self, request: pb.SwapModelRequest,

@@ -29,7 +29,7 @@ async def list_versions(state: ServerState = Depends(state_of)) -> s.ModelVersio
 @router.post("", response_model=s.ModelVersionInfo)
 async def load(body: s.LoadModelRequest, state: ServerState = Depends(state_of)) -> s.ModelVersionInfo:
     spec = ServedModel(body.name, body.source, body.version, body.precision)
-    loaded = await anyio.to_thread.run_sync(state.host.load, spec, body.activate)
+    loaded = await anyio.to_thread.run_sync(state.host.load_from_admin, spec, body.activate)
     return _info(state.host, loaded)
 
 

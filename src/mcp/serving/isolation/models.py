@@ -1,8 +1,10 @@
 """``WorkerModels``: loads each served model as a ``Model`` whose engine runs in a worker.
 
-The supervisor reads only the model file's header (for the tokenizer and chat template, so
-that prompts are tokenized here and only token ids cross to the worker); the worker maps the
-weights. The ``Model`` it returns is the SDK's own class over a ``WorkerLoop``, so the serving
+The supervisor never opens the model file to parse it: the worker (sandboxed) parses and
+checks the whole file, loads the engine, and hands back the header it checked, as JSON in its
+``ready`` frame (a bad file arrives as the worker's ``ModelFormatError``). The supervisor parses
+that JSON with the same checks and builds the tokenizer and chat template from it, so that
+prompts are tokenized here and only token ids cross to the worker. The ``Model`` it returns is the SDK's own class over a ``WorkerLoop``, so the serving
 layer uses it exactly as an in-process one.
 """
 
@@ -15,8 +17,8 @@ from typing import Any
 
 from mcp.engine.engine import NativeEngine
 from mcp.engine.tokenizer import Tokenizer
-from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import ModelHeader
+from mcp.modelfile.validate import check_header
 from mcp.runtime.errors import ConfigError, ModelNotFoundError
 from mcp.runtime.model import Model
 from mcp.runtime.serving_config import ServedModel
@@ -35,8 +37,8 @@ class _Plan:
 class WorkerEngineView:
     """What a Model reads of its engine, for an engine that lives in a worker."""
 
-    header: ModelHeader
-    tokenizer: Tokenizer
+    header: ModelHeader | None  # None only until the worker is ready
+    tokenizer: Tokenizer | None
     precision: str
     max_context: int
     plan: _Plan = field(default_factory=lambda: _Plan({}))
@@ -61,9 +63,7 @@ class WorkerModels:
         with self._lock:
             if key in self._models:
                 raise ConfigError(f"model {key} is already loaded; unload it first or give another version")
-        path = self.session.locate(spec.source)
-        with open_model(path) as model_file:
-            header = model_file.header
+        path = self.session.locate(spec.source)  # resolves the path, checks a signature: never parses the file
         config = self.session.config
         worker_spec = WorkerSpec(key, str(path), _engine_settings(config, spec.precision),
                                  codec.encode_loop_config(config.scheduler), config.serving.worker, self.measurements)
@@ -73,11 +73,13 @@ class WorkerModels:
             made["loop"] = WorkerLoop(worker_spec, config.scheduler, hooks)
             return made["loop"]
 
-        view = WorkerEngineView(header, Tokenizer.from_spec(header.tokenizer), "", 0)
+        view = WorkerEngineView(None, None, "", 0)  # filled from the worker's ready frame below
         model = Model(key, path, view, config.generation, config.scheduler, make_loop)
-        ready = made["loop"].supervisor.first_ready
-        view.precision, view.max_context = str(ready["precision"]), int(ready["max_context"])
-        view.plan = _Plan(dict(ready["plan"]))
+        try:
+            _fill_view(view, made["loop"].supervisor.first_ready, path)
+        except BaseException:
+            model._unload()  # the worker is up: stop it
+            raise
         with self._lock:
             self._models[key] = model
         return model
@@ -88,6 +90,16 @@ class WorkerModels:
         if model is None:
             raise ModelNotFoundError(f"no model named {key!r} is loaded")
         model._unload()
+
+
+def _fill_view(view: WorkerEngineView, ready: dict[str, Any], path) -> None:
+    """What the Model reads of its engine, from the worker's ready frame (its header is taken
+    out of the frame: it is the size of the tokenizer, and only needed here)."""
+    header = ModelHeader.from_json(ready.pop("header", None) or "", source=str(path))
+    check_header(header, str(path))
+    view.header, view.tokenizer = header, Tokenizer.from_spec(header.tokenizer)
+    view.precision, view.max_context = str(ready["precision"]), int(ready["max_context"])
+    view.plan = _Plan(dict(ready["plan"]))
 
 
 def worker_loop(model: Model) -> WorkerLoop | None:
@@ -103,7 +115,7 @@ def worker_report(model: Model) -> dict[str, Any] | None:
     """The worker's ready frame: pid, device, model_sha256, measurements, sandbox; None in-process."""
     loop = worker_loop(model)
     process = loop.supervisor.process if loop is not None else None
-    return None if process is None else dict(process.ready)
+    return None if process is None else {k: v for k, v in process.ready.items() if k != "header"}
 
 
 def _engine_settings(config, precision: str | None) -> EngineSettings:

@@ -2,8 +2,9 @@
 
 FD is its end of the socketpair to the supervisor; NAME (the model's name:version) is only
 there for ``ps``. The worker reads its ``WorkerSpec``, enters
-the sandbox (sandbox.py), opens the model file read-only, measures it (sha256), loads the
-engine from that same open file, and says ``ready``. Then it serves frames from the supervisor
+the sandbox (sandbox.py), opens the model file read-only, measures it (sha256), parses, checks
+and loads the engine from that same open file, and says ``ready`` with the checked header (a
+bad file is a ``failed`` frame carrying its ``ModelFormatError``). Then it serves frames from the supervisor
 (``submit``, ``cancel``, ``stats``, ``probe``, ``shutdown``) on the main thread, while a sender
 thread batches the engine's token steps: one ``steps`` frame carries every request's new tokens
 and endings queued by then (the loop pushes one step's outputs together).
@@ -28,14 +29,14 @@ from mcp.engine.engine import EngineOptions, NativeEngine, resolve_device
 from mcp.engine.handle import RequestHandle
 from mcp.engine.hooks import HookRegistry
 from mcp.engine.loop import EngineLoop
-from mcp.runtime.errors import MCPError
+from mcp.runtime.errors import MCPError, ModelFormatError
 from mcp.runtime.isolation_config import address_space_bytes
 from mcp.runtime.session import load_on_a_passing_thread
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.probe import measure_isolation
 from mcp.serving.isolation.sandbox import enter_sandbox
 from mcp.serving.isolation.spec import WorkerSpec
-from mcp.serving.isolation.wire import ChannelClosed, FrameChannel
+from mcp.serving.isolation.wire import MAX_FRAME_BYTES, ChannelClosed, FrameChannel
 
 logger = logging.getLogger("mcp.serving.isolation")
 
@@ -84,8 +85,9 @@ class Worker:
         model_fd = os.open(spec.model_path, os.O_RDONLY | os.O_CLOEXEC)
         measured = sha256_of_fd(model_fd)
         engine = _load_engine(spec, model_fd)
+        header = _header_for_supervisor(spec, engine)
         loop = EngineLoop(engine, codec.decode_loop_config(spec.loop_config), HookRegistry(), spec.name)
-        channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision,
+        channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision, "header": header,
                       "plan": {name: plan.decode for name, plan in engine.plan.by_tensor.items()},
                       "max_context": engine.max_context, "device": str(engine.device),
                       "model_sha256": measured, "measurements": list(spec.measurements), "sandbox": sandbox})
@@ -183,6 +185,16 @@ def _load_engine(spec: WorkerSpec, model_fd: int) -> NativeEngine:
         return load_on_a_passing_thread(Path(opened), s.verify, options)
     except MCPError as exc:  # name the model's own path, not the descriptor's
         raise type(exc)(str(exc).replace(opened, spec.model_path)) from None
+
+
+def _header_for_supervisor(spec: WorkerSpec, engine: NativeEngine) -> str:
+    """The header this worker parsed and checked, as JSON: the supervisor builds the tokenizer
+    and chat template from it and never parses the model file itself."""
+    text = engine.header.to_json()
+    if len(text) > MAX_FRAME_BYTES - (1 << 20):
+        raise ModelFormatError(f"{spec.model_path}: the .mcp header is {len(text)} bytes, too large to hand "
+                               f"to the server (at most {MAX_FRAME_BYTES - (1 << 20)} with worker isolation)")
+    return text
 
 
 if __name__ == "__main__":
