@@ -16,7 +16,7 @@ from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
 from mcp.engine.weights import ModelWeights
 from mcp.modelfile.reader import ModelFile
-from mcp.runtime.errors import ConfigError
+from mcp.runtime.errors import ConfigError, ModelFormatError
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,14 @@ class NativeEngine:
     backend_name = "native"
 
     def __init__(self, model_file: ModelFile, options: EngineOptions = EngineOptions()) -> None:
+        try:
+            self._build(model_file, options)
+        except ModelFormatError as exc:  # e.g. the tokenizer's or chat template's: name the file
+            if str(model_file.path) in str(exc):
+                raise
+            raise type(exc)(f"{model_file.path}: {exc}") from None
+
+    def _build(self, model_file: ModelFile, options: EngineOptions) -> None:
         header = model_file.header
         self.header = header
         self.device = resolve_device(options.device)

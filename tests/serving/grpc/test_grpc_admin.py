@@ -104,7 +104,9 @@ def test_health_follows_the_models(server, stub, tiny_mcp):
 @pytest.mark.parametrize("rpc, request_, code, text", [
     ("SwapModel", pb.SwapModelRequest(name="tiny", version="9"), grpc.StatusCode.NOT_FOUND, "tiny:9 is not loaded"),
     ("UnloadModel", pb.UnloadModelRequest(name="nothing"), grpc.StatusCode.NOT_FOUND, "no model nothing is loaded"),
-    ("LoadModel", pb.LoadModelRequest(name="x", source="/no/such/file.mcp"), grpc.StatusCode.NOT_FOUND, "not found"),
+    ("LoadModel", pb.LoadModelRequest(name="x", source="no-such-file.mcp"), grpc.StatusCode.NOT_FOUND, "not found"),
+    ("LoadModel", pb.LoadModelRequest(name="x", source="/no/such/file.mcp"), grpc.StatusCode.PERMISSION_DENIED,
+     "outside the folders admin loads may read"),
     ("LoadModel", pb.LoadModelRequest(name="x"), grpc.StatusCode.INVALID_ARGUMENT, "source is empty"),
     ("LoadModel", pb.LoadModelRequest(name="x", source="m.mcp", precision="int3"), grpc.StatusCode.INVALID_ARGUMENT,
      "precision 'int3' is not one of auto, fp32"),

@@ -126,8 +126,10 @@ def test_swap_under_concurrent_load_drops_nothing(server, tiny_mcp):
 def test_admin_errors(server, tiny_mcp):
     unknown = _admin(server, "POST", "/admin/models/tiny/swap", json={"version": "9"})
     assert unknown.status_code == 404 and "not loaded" in unknown.json()["error"]["message"]
-    missing = _admin(server, "POST", "/admin/models", json={"name": "x", "source": "/no/such/file.mcp"})
+    missing = _admin(server, "POST", "/admin/models", json={"name": "x", "source": str(tiny_mcp.parent / "no-such.mcp")})
     assert missing.status_code == 404 and "not found" in missing.json()["error"]["message"]
+    outside = _admin(server, "POST", "/admin/models", json={"name": "x", "source": "/no/such/file.mcp"})
+    assert outside.status_code == 403 and "outside the folders" in outside.json()["error"]["message"]
     duplicate = _admin(server, "POST", "/admin/models", json={"name": "tiny", "source": str(tiny_mcp),
                                                                "version": "2"})
     assert duplicate.status_code == 400 and "already loaded" in duplicate.json()["error"]["message"]
