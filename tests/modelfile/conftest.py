@@ -19,9 +19,22 @@ from mcp.modelfile.spec import (
 )
 
 
+_REST = {  # the rest of the one-layer model, f32
+    "model.layers.0.input_layernorm.weight": (32,),
+    "model.layers.0.self_attn.q_proj.weight": (32, 32),
+    "model.layers.0.self_attn.k_proj.weight": (16, 32),
+    "model.layers.0.self_attn.v_proj.weight": (16, 32),
+    "model.layers.0.self_attn.o_proj.weight": (32, 32),
+    "model.layers.0.post_attention_layernorm.weight": (32,),
+    "model.layers.0.mlp.gate_proj.weight": (64, 32),
+    "model.layers.0.mlp.down_proj.weight": (32, 64),
+}
+
+
 @pytest.fixture
 def tiny_header() -> ModelHeader:
-    """A header for three tensors, one per kind of encoding (dense f32, bf16, GGUF blocks)."""
+    """A whole one-layer model (open_model checks the tensor table against the architecture);
+    its first three tensors are one per kind of encoding (dense f32, GGUF blocks, bf16)."""
     arch = ArchitectureConfig(
         architecture="llama", variant="llama", vocab_size=8, hidden_size=32, intermediate_size=64,
         num_layers=1, num_attention_heads=2, num_kv_heads=1, head_dim=16,
@@ -35,6 +48,7 @@ def tiny_header() -> ModelHeader:
         TensorSpec("model.norm.weight", "f32", (32,), ""),
         TensorSpec("model.embed_tokens.weight", "q8_0", (8, 32), ""),
         TensorSpec("model.layers.0.mlp.up_proj.weight", "bf16", (64, 32), ""),
+        *(TensorSpec(name, "f32", shape, "") for name, shape in _REST.items()),
     )
     lineage = Lineage(
         source_name="hand-made", source_sha256="ab" * 32, source_format="gguf",
@@ -52,6 +66,7 @@ def tiny_tensors() -> dict[str, np.ndarray | torch.Tensor]:
         "model.norm.weight": numbers.standard_normal(32).astype(np.float32),
         "model.embed_tokens.weight": numbers.integers(0, 256, size=(8, 34), dtype=np.uint8),
         "model.layers.0.mlp.up_proj.weight": up,
+        **{name: numbers.standard_normal(shape).astype(np.float32) for name, shape in _REST.items()},
     }
 
 

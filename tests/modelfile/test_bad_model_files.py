@@ -38,6 +38,12 @@ def _tokenizer(field, value):
     return change
 
 
+def _rename(parts, old, new):
+    """Rename a tensor in the header and the safetensors entries alike (the file stays consistent)."""
+    parts.tensor(old)["name"] = new
+    parts.entries[new] = parts.entries.pop(old)
+
+
 # name -> (how the tiny model is broken, what the message must say)
 CORPUS = {
     "int4-declared-1d": (_tensor(Q_PROJ, "shape", [64]), "an int4 tensor is a matrix [N, K]"),
@@ -56,7 +62,8 @@ CORPUS = {
     "broken-tokenizer": (_tokenizer("tokenizer_json", "{}"), "the model's tokenizer cannot be loaded"),
     "broken-chat-template": (_tokenizer("chat_template", "{% for %}"), "chat template is not valid Jinja"),
     "unknown-encoding": (_tensor("model.norm.weight", "encoding", "f8"), "unknown encoding 'f8'"),
-    "missing-companion": (lambda p: p.header["tensors"].pop(3), "lacks tensors the architecture needs"),
+    "missing-companion": (lambda p: _rename(p, Q_PROJ + ".qparams", Q_PROJ + ".scales"),
+                          "lacks tensors the architecture needs: model.layers.0.self_attn.q_proj.weight.qparams"),
     "unknown-precision": (lambda p: p.header["precision_plan"].update(default=0), "precision_plan.default"),
 }
 

@@ -48,7 +48,7 @@ from mcp.modelfile.spec import (
     TensorSpec,
     TokenizerSpec,
 )
-from mcp.modelfile.validate import expected_tensor_shapes
+from mcp.modelfile.validate import check_header, expected_tensor_shapes
 from mcp.modelfile.writer import write_model
 from mcp.runtime.errors import ConfigError, ModelFormatError, ModelNotFoundError, UnsupportedModelError
 
@@ -117,6 +117,7 @@ def compile_model(
     source = load_source(src)
     check_tensors(src, source)
     header = _header(source, precision, name, license, declared)
+    check_header(header, str(src))  # what open_model will check: never write a file it refuses
     loaders = {}
     for tensor in source.tensors:
         loaders.update(_loaders(tensor, _target_encoding(tensor, precision)))

@@ -23,7 +23,7 @@ from gguf import GGMLQuantizationType, GGUFReader, ReaderTensor
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.compiler import SourceModel, SourceTensor, TensorValue
 from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
-from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, stored_shape
+from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, TokenizerSpec, stored_shape
 from mcp.modelfile.validate import MAX_DIM, check_architecture
 from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
@@ -81,12 +81,23 @@ def load_gguf(path: Path) -> SourceModel:
         format="gguf",
         sha256=file_sha256(path),
         architecture=architecture,
-        tokenizer=tokenizer_spec_from_gguf(reader),
+        tokenizer=_tokenizer(path, reader),
         tensors=tensors,
         license=read_field(path, reader, "general.license", None),
         base_model=read_field(path, reader, "general.name", None),
         recipe={"qk_layout": "unpermuted" if permuted else "native", "source_architecture": arch_name},
     )
+
+
+def _tokenizer(path: Path, reader: GGUFReader) -> TokenizerSpec:
+    """The tokenizer from the GGUF's metadata. Its fields arrive as whatever types the file
+    declares (a token list of numbers, a pre-tokenizer name that is an array): any such
+    mismatch is this file's fault, and a ``ModelFormatError`` naming it."""
+    try:
+        return tokenizer_spec_from_gguf(reader)
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise ModelFormatError(f"{path}: the GGUF's tokenizer metadata is malformed ({type(exc).__name__}: "
+                               f"{str(exc)[:200]})") from None
 
 
 def open_reader(path: Path) -> GGUFReader:
@@ -102,7 +113,10 @@ def read_field(path: Path, reader: GGUFReader, key: str, default: Any = _REQUIRE
         if default is _REQUIRED:
             raise ModelFormatError(f"{path}: GGUF metadata {key} is missing")
         return default
-    return field.contents()
+    try:
+        return field.contents()
+    except UnicodeDecodeError:
+        raise ModelFormatError(f"{path}: GGUF metadata {key} is not valid UTF-8") from None
 
 
 def _architecture(

@@ -26,7 +26,7 @@ from mcp.modelfile.spec import (
     storage_dtype,
     stored_shape,
 )
-from mcp.modelfile.validate import check_header
+from mcp.modelfile.validate import check_model, check_tensor, check_types
 from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
@@ -62,9 +62,10 @@ def read_layout(path: str | os.PathLike) -> FileLayout:
     prefix = _read_prefix(path)
     header_json = _mcp_header_text(path, prefix.metadata)
     header = ModelHeader.from_json(header_json, source=str(path))
-    check_header(header, str(path))
+    check_types(header, str(path), "header")
     offsets = _check_data_section(path, prefix)
     _check_tensor_list(path, header, prefix.entries)
+    check_model(header, str(path))  # the architecture, tokenizer, plan and tensor table (validate.py)
     stored = {name: (entry["dtype"], tuple(entry["shape"])) for name, entry in prefix.entries.items()}
     return FileLayout(path, header, offsets, stored)
 
@@ -173,10 +174,8 @@ def _check_tensor_list(path: Path, header: ModelHeader, entries: dict[str, dict[
 
 
 def _check_entry(path: Path, spec: TensorSpec, entry: dict[str, Any]) -> None:
-    try:
-        shape = stored_shape(spec.encoding, spec.shape)
-    except ValueError as exc:
-        raise ModelFormatError(f"{path}: tensor {spec.name}: {exc}") from None
+    check_tensor(spec, str(path))  # the shape fits the encoding: stored_shape can compute
+    shape = stored_shape(spec.encoding, spec.shape)
     dtype = storage_dtype(spec.encoding)
     if entry["dtype"] != dtype or tuple(entry["shape"]) != shape:
         raise ModelFormatError(

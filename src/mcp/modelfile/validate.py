@@ -48,6 +48,11 @@ _COUNTS = ("vocab_size", "hidden_size", "intermediate_size", "num_layers", "num_
 def check_header(header: ModelHeader, source: str) -> None:
     """Raise a ``ModelFormatError`` naming ``source`` unless ``header`` describes a buildable model."""
     check_types(header, source, "header")
+    check_model(header, source)
+
+
+def check_model(header: ModelHeader, source: str) -> None:
+    """``check_header`` less the types (``layout`` checks those first, the stored tensors second)."""
     check_architecture(header.architecture, source, len(header.tensors))
     _check_tokenizer(header, source)
     _check_precision_plan(header, source)
@@ -231,7 +236,7 @@ def _check_tensor_table(header: ModelHeader, source: str) -> None:
         if spec.name in by_name:
             raise ModelFormatError(f"{source}: tensor {spec.name} is listed twice in the .mcp header")
         by_name[spec.name] = spec
-        _check_tensor(spec, source)
+        check_tensor(spec, source)
     expected = {name: (shape, ENCODINGS) for name, shape in expected_tensor_shapes(arch).items()}
     for name in list(expected):
         if name in by_name:
@@ -257,7 +262,7 @@ def _check_names(given: set[str], expected: dict[str, Any], source: str) -> None
                                f"{', '.join(extra[:5])}" + (f" and {len(extra) - 5} more" if len(extra) > 5 else ""))
 
 
-def _check_tensor(spec: TensorSpec, source: str) -> None:
+def check_tensor(spec: TensorSpec, source: str) -> None:
     """One tensor's shape against its encoding (not yet against the architecture)."""
     where = f"{source}: tensor {spec.name}"
     if spec.encoding not in ENCODINGS:
