@@ -152,6 +152,22 @@ class ServerProcess:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def worker_pid(self, key: str) -> int:
+        """The pid of the server's worker process serving ``key`` (its command line names it)."""
+        for task in Path(f"/proc/{self.process.pid}/task").iterdir():
+            for child in (task / "children").read_text().split():
+                if key in Path(f"/proc/{child}/cmdline").read_text():
+                    return int(child)
+        raise AssertionError(f"no worker for {key} under pid {self.process.pid}")
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of ``name``'s samples on /metrics that carry ``labels``."""
+        import httpx
+
+        text = httpx.get(self.url + "/metrics").text
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()))
+
     def stop(self, timeout_s: float = 60.0) -> int:
         """SIGTERM, then wait for the exit status (killed if it hangs)."""
         import signal

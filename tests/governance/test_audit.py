@@ -142,7 +142,7 @@ def test_verify_names_reordered_records(audit_log: AuditLog) -> None:
 
 
 def test_erase_shreds_captures_and_the_chain_still_verifies(audit_log: AuditLog) -> None:
-    alice, bob = audit_log.keys.pseudonym("alice"), audit_log.keys.pseudonym("bob")
+    alice, bob = audit_log.keys.pseudonym("acme", "alice"), audit_log.keys.pseudonym("acme", "bob")
     audit_log.append(_entry(1, alice), Capture("alice's prompt", "an answer"))
     audit_log.append(_entry(2, bob), Capture("bob's prompt", "another"))
     audit_log.append(_entry(3, alice), Capture("again", None))
@@ -172,14 +172,14 @@ def test_prune_keeps_the_rest_verifiable(audit_log: AuditLog) -> None:
 
 
 def test_cli_verify_erase_export_prune(audit_log: AuditLog, audit_url: str, key_file: Path, capsys) -> None:
-    audit_log.append(_entry(1, audit_log.keys.pseudonym("carol")), Capture("carol asks", "an answer"))
+    audit_log.append(_entry(1, audit_log.keys.pseudonym("acme", "carol")), Capture("carol asks", "an answer"))
     audit_log.append(_entry(2))
     base = ["audit", "--db", audit_url, "--key-file", str(key_file)]
     assert main([*base, "verify"]) == 0
     assert "audit chain ok: 2 records" in capsys.readouterr().out
-    assert main([*base, "export", "--subject", "carol"]) == 0
+    assert main([*base, "export", "--tenant", "acme", "--subject", "carol"]) == 0
     assert '"capture": {"prompt": "carol asks", "output": "an answer"}' in capsys.readouterr().out
-    assert main([*base, "erase", "--subject", "carol"]) == 0
+    assert main([*base, "erase", "--tenant", "acme", "--subject", "carol"]) == 0
     assert "key destroyed, 1 capture(s) deleted, 1 record(s) kept" in capsys.readouterr().out
     assert main([*base, "prune", "--days", "365"]) == 0
     assert "pruned 0 record(s)" in capsys.readouterr().out
@@ -192,5 +192,5 @@ def test_cli_errors_are_one_clear_line(tmp_path: Path, capsys) -> None:
     assert main(["audit", "--db", "mysql://x/y", "verify"]) == 2
     assert "only sqlite:/// and postgresql+psycopg:// databases are supported" in capsys.readouterr().err
     assert main(["audit", "--db", f"sqlite:///{tmp_path}/a.db", "--key-file", str(tmp_path / "none"),
-                 "export", "--subject", "x"]) == 2
+                 "export", "--tenant", "t", "--subject", "x"]) == 2
     assert "audit key file" in capsys.readouterr().err

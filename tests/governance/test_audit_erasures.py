@@ -17,7 +17,7 @@ from mcp.governance.audit.maintenance import erase_subject
 
 
 def test_erase_registers_the_erasure(audit_log: AuditLog) -> None:
-    subject = audit_log.keys.pseudonym("carol")
+    subject = audit_log.keys.pseudonym("acme", "carol")
     audit_log.append(AuditEntry("req-1", "acme", "POST /v1/chat/completions", "0" * 64, "ok", subject=subject),
                      Capture("hello", "hi"))
     erase_subject(audit_log.engine, subject)
@@ -36,11 +36,12 @@ def test_an_audit0001_database_is_upgraded(audit_url: str) -> None:
     engine = open_audit_engine(audit_url)
     with engine.begin() as connection:  # back to the first revision, as a database made before audit0002
         connection.execute(text("DROP TABLE audit_erasures"))
+        connection.execute(text("DROP TABLE audit_pseudonym_schemes"))
         connection.execute(text("UPDATE audit_alembic_version SET version_num = 'audit0001'"))
     engine.dispose()
     engine = open_audit_engine(audit_url)
     with engine.connect() as connection:
-        assert connection.execute(text("SELECT version_num FROM audit_alembic_version")).scalar() == "audit0002"
+        assert connection.execute(text("SELECT version_num FROM audit_alembic_version")).scalar() == "audit0003"
         assert connection.execute(select(schema.erasures)).all() == []
         differences = compare_metadata(MigrationContext.configure(
             connection, opts={"version_table": "audit_alembic_version"}), schema.metadata)

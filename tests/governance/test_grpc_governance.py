@@ -76,7 +76,7 @@ def test_unary_and_streamed_calls_have_their_records(served) -> None:
     reply = stub.Infer(pb.InferRequest(prompt="Hello", user="erin", sampling=pb.SamplingParams(max_tokens=3)))
     record = _record(folder, reply.id)
     assert record["status"] == "ok" and record["route"] == "grpc /mcp.v1.InferenceService/Infer"
-    assert record["subject"] == AuditKeys.from_file(folder / "audit.key").pseudonym("erin")
+    assert record["subject"] == AuditKeys.from_file(folder / "audit.key").pseudonym("default", "erin")
     assert record["completion_tokens"] == reply.usage.completion_tokens
     chunks = list(stub.InferStream(pb.InferRequest(prompt="Hello", sampling=pb.SamplingParams(max_tokens=3)),
                                    metadata=(("traceparent", f"00-{TRACE_ID}-b7ad6b7169203331-01"),)))

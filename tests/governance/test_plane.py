@@ -71,7 +71,7 @@ def test_a_refusal_is_recorded_before_it_is_raised(plane: GovernancePlane) -> No
     assert refused.value.rule == "input.id_numbers"
     record = _records(plane)[-1]
     assert (record.status, record.request_id, record.route) == ("denied", "req-1", "grpc Generate")
-    assert record.subject == plane.audit.keys.pseudonym("dave") and "078-05-1120" not in str(record)
+    assert record.subject == plane.audit.keys.pseudonym("acme", "dave") and "078-05-1120" not in str(record)
     assert json.loads(record.decisions)[0]["rules"] == ["input.id_numbers"]
 
 

@@ -95,7 +95,7 @@ def test_each_answer_has_its_audit_record_committed_before_it_arrives(governed, 
     reply = client.completions.create(model="tiny", prompt=prompt, max_tokens=5, temperature=0, user="alice")
     record = _records(folder)[reply.id]
     keys = AuditKeys.from_file(folder / "audit.key")
-    assert record["status"] == "ok" and record["tenant"] == "default" and record["subject"] == keys.pseudonym("alice")
+    assert record["status"] == "ok" and record["tenant"] == "default" and record["subject"] == keys.pseudonym("default", "alice")
     assert record["prompt_sha256"] == hashlib.sha256(prompt.encode()).hexdigest()
     assert record["output_sha256"] == hashlib.sha256(reply.choices[0].text.encode()).hexdigest()
     assert (record["prompt_tokens"], record["completion_tokens"]) == (reply.usage.prompt_tokens,
@@ -166,10 +166,10 @@ def test_the_chain_verifies_and_a_users_capture_is_exported_then_erased(governed
     _, folder = governed
     client.completions.create(model="tiny", prompt="Bob's question", max_tokens=3, temperature=0, user="bob")
     base = ["audit", "--db", f"sqlite:///{folder / 'audit.db'}", "--key-file", str(folder / "audit.key")]
-    assert main([*base, "export", "--subject", "bob"]) == 0
+    assert main([*base, "export", "--tenant", "default", "--subject", "bob"]) == 0
     assert '"capture": {"prompt": "Bob\'s question"' in capsys.readouterr().out
-    assert main([*base, "erase", "--subject", "bob"]) == 0
-    assert main([*base, "export", "--subject", "bob"]) == 0
+    assert main([*base, "erase", "--tenant", "default", "--subject", "bob"]) == 0
+    assert main([*base, "export", "--tenant", "default", "--subject", "bob"]) == 0
     assert "capture" not in capsys.readouterr().out.split("\n", 1)[1]
     assert main([*base, "verify"]) == 0
     assert "audit chain ok" in capsys.readouterr().out

@@ -14,7 +14,8 @@ from mcp.runtime.errors import InvalidRequestError
 
 MAX_STOP_STRINGS = 16
 MAX_LOGPROBS = 20
-_SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
+MAX_COUNT = 2**31 - 1  # the largest max_tokens, top_k or token id: every layer (and the worker wire) carries it
+SEED_RANGE = (-(2**63), 2**64 - 1)  # what torch.Generator.manual_seed accepts
 
 
 @dataclass(frozen=True)
@@ -36,11 +37,11 @@ class SamplingParams:
     logprobs: int | None = None  # None = off; n: chosen token's logprob plus the top n
 
     def __post_init__(self) -> None:
-        _check_int("max_tokens", self.max_tokens, 1, None, "a positive integer")
-        _check_int("top_k", self.top_k, 0, None, "an integer >= 0 (0 = off)")
+        _check_int("max_tokens", self.max_tokens, 1, MAX_COUNT, f"an integer in [1, {MAX_COUNT}]")
+        _check_int("top_k", self.top_k, 0, MAX_COUNT, f"an integer in [0, {MAX_COUNT}] (0 = off)")
         self._check_floats()
         if self.seed is not None:
-            _check_int("seed", self.seed, *_SEED_RANGE, "an integer in [-2**63, 2**64 - 1] or None")
+            _check_int("seed", self.seed, *SEED_RANGE, "an integer in [-2**63, 2**64 - 1] or None")
         if self.logprobs is not None:
             allowed = f"an integer in [0, {MAX_LOGPROBS}] or None"
             _check_int("logprobs", self.logprobs, 0, MAX_LOGPROBS, allowed)
@@ -110,7 +111,7 @@ def _check_stop_token_ids(ids: Any) -> None:
     if not isinstance(ids, tuple):
         raise InvalidRequestError(f"stop_token_ids must be a tuple of token ids, got {type(ids).__name__}")
     for i, token_id in enumerate(ids):
-        _check_int(f"stop_token_ids[{i}]", token_id, 0, None, "a token id >= 0")
+        _check_int(f"stop_token_ids[{i}]", token_id, 0, MAX_COUNT, f"a token id in [0, {MAX_COUNT}]")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ converted once into a frozen ``GatewayConfig``. Unknown keys are errors naming w
     pools:
       gpu-a10-pool:
         members: [{name: a1, url: "http://10.0.0.5:8000"}]
-        health: {path: /health, interval_s: 2, timeout_s: 1}
+        health: {path: /ready, interval_s: 2, timeout_s: 1}
         breaker: {failure_threshold: 3, cool_down_s: 5, half_open_max: 1}
         max_attempts: 3
 """
@@ -45,7 +45,7 @@ class MemberSection(_Strict):
 
 
 class HealthSection(_Strict):
-    path: str = "/health"
+    path: str = "/ready"  # readiness: 503 while a model cannot serve (/v1/models for servers without it)
     interval_s: float = pydantic.Field(2.0, gt=0)
     timeout_s: float = pydantic.Field(1.0, gt=0)
 

@@ -102,7 +102,8 @@ class GovernancePlane:
     async def admit(self, request: InferenceRequest) -> Inference:
         """Detect, decide, and either refuse (recorded, then raised) or hand back the inference."""
         started_ns = time.time_ns()
-        subject = self.audit.keys.pseudonym(request.user) if self.audit is not None and request.user else None
+        subject = (self.audit.keys.pseudonym(request.tenant, request.user)
+                   if self.audit is not None and request.user else None)
         span = self.tracer.start(request.operation, request.model, request.carrier, {
             **request.attributes, "gen_ai.request.model": request.model, "llm.model.name": request.model,
             "llm.prompt.hash": _sha256("\n".join(request.prompt_texts)),

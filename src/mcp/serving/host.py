@@ -203,8 +203,24 @@ class ModelHost:
 
     @property
     def ready(self) -> bool:
+        """A model is loaded and every live version can serve (readiness: /ready, gRPC health)."""
         with self._lock:
-            return bool(self._current)
+            if not self._current:
+                return False
+        return not self.unservable()
+
+    def unservable(self) -> dict[str, str]:
+        """Each live version that cannot serve now, by key, with why: a worker restarting after
+        a crash, or one the supervisor gave up on (the versions ``mcp_worker_up`` shows as 0)."""
+        from mcp.serving.isolation.models import worker_loop
+
+        problems = {}
+        for loaded in self.versions():
+            loop = worker_loop(loaded.model)
+            problem = loop.supervisor.problem if loop is not None else None
+            if problem is not None:
+                problems[loaded.key] = problem
+        return problems
 
     # -- internals (called with _lock held) ------------------------------------------------
     def _resolve(self, model: str | None) -> ModelVersion:

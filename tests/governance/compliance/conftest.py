@@ -28,7 +28,7 @@ def _entry(i: int, subject: str | None) -> AuditEntry:
 def system(tmp_path: Path, audit_url: str, key_file: Path, tiny_mcp: Path) -> dict:
     """The facts of the live system the config describes (its parts made for real)."""
     log = AuditLog.open(audit_url, str(key_file))
-    alice, bob = log.keys.pseudonym("alice"), log.keys.pseudonym("bob")
+    alice, bob = log.keys.pseudonym("acme", "alice"), log.keys.pseudonym("acme", "bob")
     for i, subject in enumerate([alice, bob, alice, None], start=1):
         log.append(_entry(i, subject), Capture(f"prompt {i}", f"answer {i}") if subject else None)
     erase_subject(log.engine, bob)

@@ -83,6 +83,9 @@ def _error(call, request) -> grpc.RpcError:
     (pb.InferRequest(prompt="x" * 2001), "prompt", "2001 characters; this server takes at most 2000"),
     (pb.InferRequest(prompt="x", sampling=pb.SamplingParams(temperature=-1)), None, "temperature"),
     (pb.InferRequest(prompt="x", sampling=pb.SamplingParams(top_p=1.5)), None, "top_p"),
+    (pb.InferRequest(prompt="x", sampling=pb.SamplingParams(top_k=2**32 - 1)), "sampling.top_k",
+     "sampling.top_k is 4294967295; at most 2147483647"),
+    (pb.InferRequest(prompt="x", sampling=pb.SamplingParams(temperature=float("nan"))), None, "temperature"),
 ])
 @pytest.mark.parametrize("streaming", [False, True])
 def test_bad_input_is_invalid_argument_naming_the_field(stub, request_, param, text, streaming):

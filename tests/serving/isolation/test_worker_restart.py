@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import WorkerUnavailableError
+from mcp.runtime.errors import InvalidRequestError, WorkerUnavailableError
 from mcp.runtime.isolation_config import WorkerLimits
 from mcp.runtime.serving_config import ServedModel, ServingConfig
 from mcp.runtime.session import Session
@@ -101,3 +101,39 @@ def test_cancelling_a_request_frees_its_sequence_in_the_worker(tiny_mcp):
 
 def test_the_restart_backoff_doubles_up_to_its_ceiling():
     assert [restart_delay(n, 0.5, 3.0) for n in range(5)] == [0.5, 1.0, 2.0, 3.0, 3.0]
+
+
+def test_a_value_the_wire_cannot_carry_fails_its_request_and_nothing_else(tiny_mcp):
+    """Before the fix, orjson raised in the writer thread: it died and the model wedged."""
+    host = _host()
+    try:
+        host.load(ServedModel("tiny", str(tiny_mcp)))
+        with host.acquire("tiny") as version:
+            with pytest.raises(InvalidRequestError, match=r"^tenant cannot be sent to the model's worker \("):
+                version.model.infer("Hi", temperature=0.0, max_tokens=2, raw=True, tenant="bad \ud800")
+            result = version.model.infer("Hi", temperature=0.0, max_tokens=2, raw=True)
+            assert result.usage.completion_tokens == 2
+            assert worker_loop(version.model).supervisor.num_restarts == 0
+    finally:
+        host.close()
+
+
+def test_a_failing_writer_ends_the_worker_which_is_restarted(tiny_mcp):
+    host = _host()
+    try:
+        host.load(ServedModel("tiny", str(tiny_mcp)))
+        with host.acquire("tiny") as version:
+            supervisor = worker_loop(version.model).supervisor
+            broken = supervisor.process
+
+            def fail(frame: bytes) -> None:  # what any bug in the writer would do
+                raise RuntimeError("the writer broke")
+
+            broken.channel.send_frame = fail
+            # The worker is killed; the submit it never received is retried on its successor.
+            result = version.model.infer("Hi", temperature=0.0, max_tokens=2, raw=True)
+            assert result.usage.completion_tokens == 2
+            assert supervisor.num_restarts == 1 and supervisor.process is not broken
+            assert broken.popen.returncode == -9
+    finally:
+        host.close()

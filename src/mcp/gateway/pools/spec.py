@@ -20,7 +20,7 @@ class MemberSpec:
 
 @dataclass(frozen=True)
 class HealthSpec:
-    path: str = "/health"  # or /v1/models for servers without /health
+    path: str = "/ready"  # readiness (503 while a model cannot serve); /v1/models for servers without it
     interval_s: float = 2.0
     timeout_s: float = 1.0
 

@@ -29,8 +29,10 @@ def add_audit_commands(commands: argparse._SubParsersAction) -> None:
 
 def _add_subject(parser: argparse.ArgumentParser) -> None:
     who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--subject", help="the user id as clients send it (the OpenAI 'user' field)")
+    who.add_argument("--subject", help="the user id as clients send it (the OpenAI 'user' field); needs --tenant")
     who.add_argument("--pseudonym", help="the subject id as records hold it")
+    parser.add_argument("--tenant", help="the tenant the user belongs to (a subject is a tenant's user; an open "
+                                         "server's tenant is 'default')")
 
 
 def _engine(args: argparse.Namespace):
@@ -39,12 +41,19 @@ def _engine(args: argparse.Namespace):
     return open_audit_engine(args.audit_url)
 
 
-def _subject(args: argparse.Namespace) -> str:
-    from mcp.governance.audit.keys import AuditKeys
+def _subject(args: argparse.Namespace, keys=None):
+    """The Subject the arguments name: a tenant's user, or a pseudonym as records hold it."""
+    from mcp.governance.audit.keys import AuditKeys, Subject
+    from mcp.governance.errors import AuditError
 
     if args.pseudonym:
-        return args.pseudonym
-    return AuditKeys.from_file(args.key_file, create=False).pseudonym(args.subject)
+        if args.tenant is not None:
+            raise AuditError("--tenant goes with --subject; a --pseudonym names a subject on its own")
+        return Subject(args.pseudonym)
+    if not args.tenant:
+        raise AuditError("--subject needs --tenant: a subject is a tenant's user (an open server's tenant is "
+                         "'default')")
+    return (keys or AuditKeys.from_file(args.key_file, create=False)).subject(args.tenant, args.subject)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -63,8 +72,9 @@ def _erase(args: argparse.Namespace) -> int:
 
     result = erase_subject(_engine(args), _subject(args))
     key = "destroyed" if result.key_destroyed else "none was kept"
+    legacy = f", {result.num_legacy_records} of them under the legacy pseudonym" if result.num_legacy_records else ""
     print(f"subject {result.subject}: key {key}, {result.num_captures} capture(s) deleted, "
-          f"{result.num_records} record(s) kept (hashes only; the chain still verifies)")
+          f"{result.num_records} record(s) kept{legacy} (hashes only; the chain still verifies)")
     return 0
 
 
@@ -73,8 +83,7 @@ def _export(args: argparse.Namespace) -> int:
     from mcp.governance.audit.maintenance import export_subject
 
     keys = AuditKeys.from_file(args.key_file, create=False)
-    subject = args.pseudonym or keys.pseudonym(args.subject)
-    for record in export_subject(_engine(args), keys, subject):
+    for record in export_subject(_engine(args), keys, _subject(args, keys)):
         sys.stdout.write(json.dumps(record, ensure_ascii=False) + "\n")
     return 0
 

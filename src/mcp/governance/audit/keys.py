@@ -1,11 +1,15 @@
 """The audit key file, pseudonyms, and the per-subject keys that encrypt captures.
 
 One 32-byte secret in a file (``serving.governance.audit.key_file``, default
-``$MCP_HOME/audit.key``, created 0600 on first use) keys two things: the pseudonym of a user
-id (HMAC-SHA256, so records name no user and the same user always gets the same pseudonym)
-and the wrapping of the subject keys stored in the database (AES-GCM), so a database dump
-alone reads no capture. Erasing a subject deletes its key: its captures can never be read
-again (crypto-shredding).
+``$MCP_HOME/audit.key``, created 0600 on first use) keys two things: the pseudonym of a data
+subject (HMAC-SHA256, so records name no user and the same subject always gets the same
+pseudonym) and the wrapping of the subject keys stored in the database (AES-GCM), so a
+database dump alone reads no capture. Erasing a subject deletes its key: its captures can
+never be read again (crypto-shredding).
+
+A subject is a tenant's user: the pseudonym covers both, so two tenants' "alice" are two
+subjects with two keys. Records written before audit0003 carry the legacy pseudonym, an HMAC
+of the user id alone (``legacy_pseudonym``); erase and export find those by it and the tenant.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import hashlib
 import hmac
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography.exceptions import InvalidTag
@@ -23,6 +28,17 @@ from mcp.governance.errors import AuditError
 from mcp.modelfile.catalog import mcp_home
 
 KEY_BYTES = 32
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Whom ``audit erase``/``export`` act on: the pseudonym records carry, and for a tenant's
+    user also the legacy pseudonym (HMAC of the user alone) that records written before
+    audit0003 carry, which counts only with the tenant's own records."""
+
+    pseudonym: str
+    tenant: str | None = None
+    legacy: str | None = None
 
 
 def default_key_file() -> Path:
@@ -48,9 +64,20 @@ class AuditKeys:
                 file.write(os.urandom(KEY_BYTES))
         return cls(path.read_bytes())
 
-    def pseudonym(self, user_id: str) -> str:
-        """The subject id records carry for ``user_id``: 32 hex digits, stable under one key file."""
-        return hmac.new(self._pseudonym_key, user_id.encode(), hashlib.sha256).hexdigest()[:32]
+    def pseudonym(self, tenant: str, user_id: str) -> str:
+        """The subject id records carry for ``user_id`` of ``tenant``: 32 hex digits, stable under
+        one key file. The input is JSON ``[tenant, user]``: no pair of names can collide with
+        another, and a lone surrogate is escaped rather than an encoding error."""
+        subject = json.dumps([tenant, user_id], ensure_ascii=True, separators=(",", ":")).encode()
+        return hmac.new(self._pseudonym_key, subject, hashlib.sha256).hexdigest()[:32]
+
+    def subject(self, tenant: str, user_id: str) -> Subject:
+        """The data subject ``user_id`` of ``tenant``, with the legacy pseudonym of its older records."""
+        return Subject(self.pseudonym(tenant, user_id), tenant, self.legacy_pseudonym(user_id))
+
+    def legacy_pseudonym(self, user_id: str) -> str:
+        """The subject id of records written before audit0003: of the user id alone (every tenant's)."""
+        return hmac.new(self._pseudonym_key, user_id.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()[:32]
 
     def new_wrapped_key(self, subject: str) -> bytes:
         nonce = os.urandom(12)

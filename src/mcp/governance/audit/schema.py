@@ -8,6 +8,8 @@ each append (so several server processes may share a database) and checked by ``
 (a deleted tail shows there). Captures and subject keys lie outside the chain: erasing them
 leaves every record, and so the chain, intact. ``audit_erasures`` registers each erasure (the
 pseudonym and when), so a compliance report can check that no key or capture older than it is left.
+``audit_pseudonym_schemes`` says from which record on a subject is a (tenant, user) pair: records
+before it keep the legacy pseudonym of the user alone (they are hashed into the chain).
 """
 
 from __future__ import annotations
@@ -76,6 +78,16 @@ erasures = Table(  # the register of erasures (audit0002): what `audit erase` di
     Column("at_us", BigInteger, nullable=False),
     Column("key_destroyed", Integer, nullable=False),  # 1: a key was deleted, 0: none was kept
     Column("num_captures", BigInteger, nullable=False),
+    # audit0003: set when only this tenant's captures of a legacy (user-only) pseudonym were erased
+    Column("tenant", String(200)),
+)
+
+pseudonym_schemes = Table(  # audit0003: from which record on subjects are (tenant, user); append-only
+    "audit_pseudonym_schemes", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("scheme", String(32), nullable=False),  # "tenant+user"
+    Column("first_seq", BigInteger, nullable=False),  # records before it carry the legacy HMAC(user)
+    Column("at_us", BigInteger, nullable=False),
 )
 
 GENESIS = "0" * 64  # the prev_hash of the first record ever

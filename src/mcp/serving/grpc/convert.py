@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mcp.engine.params import MAX_COUNT
 from mcp.engine.sequence import StepOutput
 from mcp.runtime.config import RuntimeConfig
 from mcp.runtime.result import InferResult
@@ -65,6 +66,8 @@ def _check_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
 def options_of(sampling: pb.SamplingParams, context: RequestContext, config: RuntimeConfig) -> dict[str, Any]:
     """``Model.stream`` options: sampling within the server's limits, plus tenant, class, timeout."""
     options = {name: getattr(sampling, name) if sampling.HasField(name) else None for name in _OPTIONAL_SAMPLING}
+    if (options["top_k"] or 0) > MAX_COUNT:
+        raise FieldError(f"sampling.top_k is {options['top_k']}; at most {MAX_COUNT} (0 = off)", "sampling.top_k")
     options.update(max_tokens=_max_tokens(sampling, config), stop=list(sampling.stop) or None,
                    logprobs=_logprobs(sampling), tenant=context.caller.tenant.name,
                    slo_class=context.sla_class, timeout=config.serving.request_timeout_s)

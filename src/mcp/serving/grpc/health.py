@@ -1,8 +1,10 @@
 """``grpc.health.v1.Health``, answered from the server's live state.
 
-SERVING once a model is ready (the host has a current version), NOT_SERVING with no model or
-while the server drains. The status is computed at each call rather than set by hand, so a
-model loaded or unloaded through either API (HTTP or gRPC) shows at once. It answers for the
+SERVING once a model is ready (the host has a current version and every loaded model can
+serve: ``ModelHost.ready``, what ``/ready`` answers), NOT_SERVING with no model, while a model's
+worker is down (restarting, or given up) or while the server drains. The status is computed at
+each call rather than set by hand, so a model loaded or unloaded through either API (HTTP or
+gRPC), or a worker's crash, shows at once. It answers for the
 whole server (``""``) and for ``mcp.v1.InferenceService``; any other name is NOT_FOUND.
 A ``Watch`` stream sends each change (checked every ``poll_s``) and ends once the server
 drains, after its NOT_SERVING, so that watchers do not hold up the shutdown.

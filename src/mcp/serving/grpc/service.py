@@ -21,8 +21,10 @@ import anyio.to_thread
 import grpc
 
 from mcp.engine.sequence import StepOutput
+from mcp.runtime.errors import MCPError
 from mcp.runtime.result import InferResult
 from mcp.serving import governed
+from mcp.serving.errors import describe
 from mcp.serving.generation import ChoiceEvent, Generation
 from mcp.serving.grpc import convert
 from mcp.serving.grpc._gen import inference_pb2 as pb
@@ -56,6 +58,9 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                     if event.result is not None:
                         call.result = event.result
                 await call.settle_whole()
+            except MCPError as exc:
+                await call.settle_failed(exc)
+                raise
             finally:
                 call.finish()
             return call.response(steps)
@@ -71,6 +76,9 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                         call.result = result
                         await call.settle()  # the record is committed before the last message
                     yield call.chunk(text, event.step, result)
+            except MCPError as exc:
+                await call.settle_failed(exc)
+                raise
             finally:
                 call.finish()
 
@@ -171,6 +179,13 @@ class _Call:
     async def settle(self) -> None:
         if self.inference is not None and self.result is not None:
             await self.inference.finish(governed.outcome([self.result], [self.guard], model_key=self.version.key))
+
+    async def settle_failed(self, error: MCPError) -> None:
+        """A call that failed after it started (its worker died): the record says why."""
+        if self.inference is not None:
+            results = [self.result] if self.result is not None else []
+            status = f"error:{describe(error).code or 'engine'}"
+            await self.inference.finish(governed.outcome(results, [self.guard], status, self.version.key))
 
     def finish(self) -> None:
         """Once: stop what still runs, release the version, count the tokens against the tenant."""

@@ -173,6 +173,10 @@ class _Reply:
                     steps[event.index].append(event.step)
                 if event.result is not None:
                     self.results[event.index] = event.result
+        except MCPError as exc:  # e.g. its worker died: the record says so before the error answer goes out
+            if self.inference is not None:
+                await self.inference.finish(self._outcome(f"error:{describe(exc).code or 'engine'}"))
+            raise
         finally:
             watcher.cancel()
         results = [self.results[i] for i in range(len(steps))]
@@ -245,10 +249,13 @@ class _Reply:
                                     usage=usage)
 
     def finish(self) -> None:
-        """Once, at the end however it came: stop what still runs, release the version, count tokens."""
+        """Once, at the end however it came: record it if nothing did, stop what still runs, release
+        the version, count tokens. Every admitted request leaves exactly one audit record."""
         if self.finished:
             return
         self.finished = True
+        if self.inference is not None:  # ended before its record (the client left, the task was cancelled)
+            self.inference.finish_soon(self._outcome("cancelled"))  # a no-op once recorded
         self.generation.cancel()
         self.state.host.release(self.version)
         used = sum(r.usage.total_tokens for r in self.results.values())

@@ -34,11 +34,17 @@ async def health(metric: str | None = Query(None, description="latency_p50|p95|p
 
 @router.get("/ready", response_model=s.HealthResponse, responses={503: {"model": s.HealthResponse}})
 async def ready(state: ServerState = Depends(state_of)):
-    """200 once a model is loaded and while the server is not draining; 503 otherwise."""
+    """Readiness: 200 once a model is loaded, while every loaded model can serve and the server
+    is not draining; 503 otherwise, saying which model cannot serve and why. ``/health`` is
+    liveness and stays 200 meanwhile: the process serves its other models and its API."""
     if state.draining:
         return JSONResponse({"status": "draining"}, status_code=503)
-    if not state.host.ready:
+    if not state.host.current():
         return JSONResponse({"status": "no model loaded"}, status_code=503)
+    problems = state.host.unservable()
+    if problems:
+        detail = "; ".join(f"{key}: {why}" for key, why in sorted(problems.items()))
+        return JSONResponse({"status": f"not ready: {detail}"}, status_code=503)
     return s.HealthResponse(status="ready")
 
 

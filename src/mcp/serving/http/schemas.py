@@ -1,7 +1,9 @@
 """Wire types of the OpenAI-compatible API (pydantic; they make ``/openapi.json``).
 
 Requests are strict (``"0.5"`` is not a temperature) and refuse unknown fields, so a typo is
-a 400 naming the field instead of an option silently ignored. ``top_k``, ``min_p``,
+a 400 naming the field instead of an option silently ignored. Numbers are bounded as the
+engine's ``SamplingParams`` bounds them, so nothing reaches a model's worker that its wire
+(JSON, 64-bit integers) cannot carry. ``top_k``, ``min_p``,
 ``repetition_penalty`` and ``ignore_eos`` are extensions (vLLM's names).
 """
 
@@ -11,11 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from mcp.engine.params import MAX_COUNT, SEED_RANGE
+
 FinishReason = Literal["stop", "length", "cancelled", "deadline", "content_filter"]  # content_filter: governance
 
 
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 class _Response(BaseModel):
@@ -39,15 +43,15 @@ class ChatMessage(_Request):
 
 class _Sampling(_Request):
     model: str = Field("", description="name or name:version; empty: the server's default model")
-    max_tokens: int | None = Field(None, ge=1)
+    max_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    top_k: int | None = Field(None, ge=0)
+    top_k: int | None = Field(None, ge=0, le=MAX_COUNT)
     min_p: float | None = Field(None, ge=0, lt=1)
     repetition_penalty: float | None = Field(None, gt=0)
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=SEED_RANGE[0], le=SEED_RANGE[1])
     stop: str | list[str] | None = None
     ignore_eos: bool = False
     n: int = Field(1, ge=1)
@@ -58,7 +62,7 @@ class _Sampling(_Request):
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)
     logprobs: bool = False
     top_logprobs: int | None = Field(None, ge=0, le=20)
 

@@ -7,8 +7,11 @@ loop stats and errors come up. An error from the worker becomes one of a fixed s
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import asdict, fields
 from typing import Any
+
+import orjson
 
 from mcp.engine.handle import RequestOptions, RequestOutcome
 from mcp.engine.hooks import RequestTimings
@@ -67,9 +70,23 @@ def decode_outcome(data: dict[str, Any], request_id: str) -> RequestOutcome:
 
 
 def encode_request(params: SamplingParams, options: RequestOptions) -> dict[str, Any]:
-    return {"params": asdict(params),
+    """The request as wire data; a field JSON cannot carry (an integer past 64 bits, a lone
+    surrogate) is an InvalidRequestError naming it, raised before anything is sent."""
+    data = {"params": asdict(params),
             "options": {"slo_class": options.slo_class.name.lower(), "tenant": options.tenant,
                         "timeout": options.timeout}}
+    for section in data.values():
+        for name, value in section.items():
+            _check_sendable(name, value)
+    return data
+
+
+def _check_sendable(name: str, value: Any) -> None:
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise errors.InvalidRequestError(f"{name} cannot be sent to the model's worker ({exc}); got "
+                                         f"{reprlib.repr(value)}") from None
 
 
 def decode_request(data: dict[str, Any]) -> tuple[SamplingParams, RequestOptions]:

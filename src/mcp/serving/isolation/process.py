@@ -3,8 +3,12 @@
 Started as a fresh interpreter (``subprocess`` with an allowlisted environment and only its
 end of a socketpair passed: never a fork of the server after its threads and torch started).
 Every frame to it goes through a queue and one writer thread, so that ``send`` never blocks
-and is safe from a finalizer (a dropped stream cancels its request). A reader thread answers
-``call``s and hands ``steps`` frames on; when the channel ends it reports the exit once.
+and is safe from a finalizer (a dropped stream cancels its request). ``send`` encodes the frame
+on the caller's thread: a value the wire cannot carry is the caller's InvalidRequestError, and
+the writer only ever writes bytes. Should the writer fail anyway, it kills the worker, so that
+the supervisor restarts it (a crash, counted and logged) instead of leaving a model that
+queues frames nobody writes. A reader thread answers ``call``s and hands ``steps`` frames on;
+when the channel ends it reports the exit once.
 """
 
 from __future__ import annotations
@@ -22,10 +26,10 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from mcp.runtime.errors import WorkerUnavailableError
+from mcp.runtime.errors import InvalidRequestError, WorkerUnavailableError
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.spec import WorkerSpec, worker_environment
-from mcp.serving.isolation.wire import ChannelClosed, FrameChannel
+from mcp.serving.isolation.wire import ChannelClosed, FrameChannel, UnsendableFrame, encode
 
 logger = logging.getLogger("mcp.serving.isolation")
 _STOP = object()
@@ -39,7 +43,7 @@ class WorkerProcess:
                  on_exit: Callable[[WorkerProcess, str], None]) -> None:
         self.spec, self.popen, self.channel, self.ready = spec, popen, channel, ready
         self._on_steps, self._on_exit = on_steps, on_exit
-        self._outbox: queue.SimpleQueue[dict[str, Any] | object] = queue.SimpleQueue()
+        self._outbox: queue.SimpleQueue[bytes | object] = queue.SimpleQueue()
         self._calls: dict[int, Future] = {}
         self._rids = itertools.count()
         self._lock = threading.Lock()
@@ -74,8 +78,14 @@ class WorkerProcess:
         return self.popen.pid
 
     def send(self, message: dict[str, Any]) -> None:
-        """Queue a frame; never blocks (dropped once the worker is gone)."""
-        self._outbox.put(message)
+        """Queue a frame; never blocks (dropped once the worker is gone). A message the wire
+        cannot carry raises InvalidRequestError here, and nothing is queued."""
+        try:
+            frame = encode(message)
+        except UnsendableFrame as exc:
+            raise InvalidRequestError(f"a {message.get('op')} message cannot be sent to the worker of model "
+                                      f"{self.spec.name}: {exc}") from None
+        self._outbox.put(frame)
 
     def call(self, op: str, timeout_s: float, **fields: Any) -> Any:
         """Send ``op`` and wait for the worker's reply; raises the error it replies with."""
@@ -85,8 +95,8 @@ class WorkerProcess:
                 raise WorkerUnavailableError(f"the worker of model {self.spec.name} has exited; retry", 1.0)
             rid = next(self._rids)
             self._calls[rid] = future
-        self.send({"op": op, "rid": rid, **fields})
         try:
+            self.send({"op": op, "rid": rid, **fields})
             return future.result(timeout_s)
         except FutureTimeout:
             raise WorkerUnavailableError(f"the worker of model {self.spec.name} did not answer {op} in "
@@ -109,11 +119,16 @@ class WorkerProcess:
 
     # -- threads --------------------------------------------------------------------------
     def _write(self) -> None:
-        while (message := self._outbox.get()) is not _STOP:
+        while (frame := self._outbox.get()) is not _STOP:
             try:
-                self.channel.send(message)
+                self.channel.send_frame(frame)  # type: ignore[arg-type]
             except ChannelClosed:
                 return  # the reader sees the end and reports it
+            except BaseException:  # noqa: BLE001 - a writer that dies would wedge the model: end the worker
+                logger.exception("the writer to the worker of model %s (pid %d) failed; killing the worker so "
+                                 "that it is restarted", self.spec.name, self.pid)
+                self.popen.kill()
+                return
 
     def _read(self) -> None:
         try:

@@ -51,6 +51,19 @@ class WorkerSupervisor:
         with self._cond:
             return self._process
 
+    @property
+    def problem(self) -> str | None:
+        """Why the model cannot serve now (None while its worker runs): what readiness and
+        ``mcp_worker_up`` report."""
+        with self._cond:
+            if self._process is not None:
+                return None
+            if self._gave_up is not None:
+                return self._gave_up
+            if self._stopped:
+                return f"model {self.spec.name} has been unloaded"
+            return f"the worker of model {self.spec.name} is restarting after a crash"
+
     def running(self, wait_s: float) -> WorkerProcess:
         """The running worker, waiting up to ``wait_s`` for a restart under way."""
         deadline = time.monotonic() + wait_s

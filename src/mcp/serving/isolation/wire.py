@@ -2,7 +2,9 @@
 object. Nothing is ever unpickled: the supervisor reads a worker's frames as plain JSON data
 (a compromised worker can send wrong numbers, never code).
 
-A ``FrameChannel`` sends from any thread (one lock) and receives on one thread.
+A ``FrameChannel`` sends from any thread (one lock) and receives on one thread. ``encode``
+turns a message into its frame first, so a value JSON cannot carry fails the caller that
+sent it, never the thread that writes to the socket.
 """
 
 from __future__ import annotations
@@ -22,6 +24,20 @@ class ChannelClosed(Exception):
     """The other end closed the channel (or sent something that is not a frame)."""
 
 
+class UnsendableFrame(ValueError):
+    """A message orjson cannot write (an integer past 64 bits, a lone surrogate, an unknown
+    type). Raised by ``encode`` on the sender's thread, before anything is written."""
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One whole frame (length and body) for ``message``; raises UnsendableFrame."""
+    try:
+        body = orjson.dumps(message)
+    except orjson.JSONEncodeError as exc:
+        raise UnsendableFrame(str(exc)) from None
+    return _LENGTH.pack(len(body)) + body
+
+
 class FrameChannel:
     """Length-prefixed orjson frames over a connected stream socket."""
 
@@ -30,10 +46,13 @@ class FrameChannel:
         self._send_lock = threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
-        body = orjson.dumps(message)
+        self.send_frame(encode(message))
+
+    def send_frame(self, frame: bytes) -> None:
+        """Write a frame ``encode`` made (it cannot fail to encode any more: only the socket can)."""
         with self._send_lock:
             try:
-                self.sock.sendall(_LENGTH.pack(len(body)) + body)
+                self.sock.sendall(frame)
             except OSError as exc:
                 raise ChannelClosed(f"the channel is closed ({exc})") from None
 

@@ -154,6 +154,9 @@ class Worker:
                     self.channel.send({"op": "steps", "time_s": time.monotonic(), "items": items})
                 except ChannelClosed:
                     return
+                except Exception:  # noqa: BLE001 - a dead sender would wedge every request: exit, be restarted
+                    logger.exception("the worker cannot send its steps; exiting so that it is restarted")
+                    os._exit(70)
             if self._stopping and not self._live:
                 return
 

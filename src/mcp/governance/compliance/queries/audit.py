@@ -78,8 +78,8 @@ def erasures_honoured(context: EvidenceContext) -> ControlResult:
     if failed:
         return result(Status.NOT_MET, f"{len(failed)} of {len(erasures)} erasure(s) not honoured:", *failed)
     if not erasures:
-        return result(Status.MET, "erasure by crypto-shredding is available (`mcp2026 audit erase --subject ID`); "
-                                  "the register holds no erasure yet")
+        return result(Status.MET, "erasure by crypto-shredding is available (`mcp2026 audit erase --tenant T "
+                                  "--subject ID`); the register holds no erasure yet")
     return result(Status.MET, f"{len(erasures)} erasure(s) registered ({len(in_period)} from "
                               f"{context.period.describe()}), every one honoured: no subject key and no capture "
                               "older than its erasure is left",
@@ -87,13 +87,18 @@ def erasures_honoured(context: EvidenceContext) -> ControlResult:
 
 
 def _left_after(connection, erasure) -> str | None:
-    """What of the erased subject is older than its erasure and still there (None: nothing)."""
+    """What of the erased subject is older than its erasure and still there (None: nothing).
+    An erasure limited to one tenant (a legacy pseudonym shared by tenants) covers that
+    tenant's captures only; the key stays while other tenants' captures need it."""
     keys, captures, records = schema.subject_keys.c, schema.captures.c, schema.records.c
-    key = connection.execute(select(keys.created_us).where(
-        and_(keys.subject == erasure.subject, keys.created_us <= erasure.at_us))).first()
+    key = None
+    if erasure.tenant is None:
+        key = connection.execute(select(keys.created_us).where(
+            and_(keys.subject == erasure.subject, keys.created_us <= erasure.at_us))).first()
     with_records = schema.captures.join(schema.records, records.seq == captures.seq)
+    scope = [records.tenant == erasure.tenant] if erasure.tenant is not None else []
     captures = connection.execute(select(func.count()).select_from(with_records).where(
-        and_(captures.subject == erasure.subject, records.at_us <= erasure.at_us))).scalar_one()
+        and_(captures.subject == erasure.subject, records.at_us <= erasure.at_us, *scope))).scalar_one()
     if key is None and not captures:
         return None
     what = ", ".join(filter(None, ["its key still exists" if key is not None else "",
@@ -110,7 +115,7 @@ def subject_export(context: EvidenceContext) -> ControlResult:
     subjects = _count(context, schema.records.c.subject, distinct=True)
     kept = ("prompts and outputs (decrypted captures)" if context.governance.capture
             else "records only: capture is off, no prompt or output text is kept to give")
-    return result(Status.MET, f"`mcp2026 audit export --subject ID` gives a subject's {kept} as JSON lines",
+    return result(Status.MET, f"`mcp2026 audit export --tenant T --subject ID` gives a subject's {kept} as JSON lines",
                   f"{subjects} distinct subject(s) in records from {context.period.describe()}")
 
 

@@ -7,8 +7,17 @@ Revises: audit0001
 from __future__ import annotations
 
 from alembic import op
+from sqlalchemy import BigInteger, Column, Integer, MetaData, String, Table
 
-from mcp.governance.audit import schema
+# The table as this revision made it (audit0003 adds ``tenant``): frozen here, not schema.erasures.
+_ERASURES = Table(
+    "audit_erasures", MetaData(),
+    Column("id", Integer, primary_key=True),
+    Column("subject", String(64), nullable=False, index=True),
+    Column("at_us", BigInteger, nullable=False),
+    Column("key_destroyed", Integer, nullable=False),
+    Column("num_captures", BigInteger, nullable=False),
+)
 
 revision = "audit0002"
 down_revision = "audit0001"
@@ -31,10 +40,10 @@ _POSTGRESQL = [  # audit_append_only() comes from audit0001
 
 def upgrade() -> None:
     bind = op.get_bind()
-    schema.erasures.create(bind)
+    _ERASURES.create(bind)
     for statement in _POSTGRESQL if bind.dialect.name == "postgresql" else _SQLITE:
         op.execute(statement)
 
 
 def downgrade() -> None:
-    schema.erasures.drop(op.get_bind())
+    _ERASURES.drop(op.get_bind())
