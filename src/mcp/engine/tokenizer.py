@@ -25,6 +25,7 @@ from tokenizers import processors
 
 from mcp.engine.heap import release_free_memory
 from mcp.modelfile.spec import TokenizerSpec
+from mcp.runtime.arguments import check_unicode
 from mcp.runtime.errors import InvalidRequestError, ModelFormatError
 
 _REPLACEMENT = "\ufffd"  # what a decoder writes for bytes that are not (yet) a whole character
@@ -70,7 +71,7 @@ class Tokenizer:
         """Token ids of ``text``; special-token strings in it become their special tokens."""
         if not isinstance(text, str):
             raise InvalidRequestError(f"text to encode must be a string, got {type(text).__name__}")
-        return self._backend.encode(text, add_special_tokens=add_special_tokens).ids
+        return self._backend.encode(check_unicode(text, "text"), add_special_tokens=add_special_tokens).ids
 
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = False) -> str:
         """The text of ``ids`` (ids outside the vocabulary decode to nothing)."""
@@ -209,6 +210,7 @@ def _checked_messages(messages: Any) -> list[dict[str, Any]]:
                 raise InvalidRequestError(
                     f"messages[{index}].{key} must be a string, got {type(message[key]).__name__}"
                 )
+            check_unicode(message[key], f"messages[{index}].{key}")
     return [dict(message) for message in messages]
 
 

@@ -74,6 +74,8 @@ class GatewaySection(_Strict):
     max_body_bytes: int = pydantic.Field(1 << 20, gt=0)
     chars_per_token: float = pydantic.Field(4.0, gt=0)  # input_tokens is estimated from characters
     rules_poll_s: float = pydantic.Field(1.0, gt=0)
+    header_timeout_s: float = pydantic.Field(10.0, gt=0)  # a request's headers must be complete this soon
+    body_timeout_s: float = pydantic.Field(30.0, gt=0)  # its body this soon after its headers, else 408
 
 
 class CanarySection(_Strict):
@@ -99,6 +101,8 @@ class GatewayConfig:
     canary_controller: bool
     canary_interval_s: float
     pools: tuple[PoolSpec, ...]
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
 
 
 def load_gateway_config(path: str | Path) -> GatewayConfig:
@@ -122,7 +126,8 @@ def parse_gateway_config(document: object, source: str = "<gateway>") -> Gateway
     g = spec.gateway
     return GatewayConfig(g.host, g.port, g.registry, _tenants(g.tenants, source), g.max_body_bytes,
                          g.chars_per_token, g.rules_poll_s, spec.canary.controller, spec.canary.interval_s,
-                         tuple(_pool(name, section, source) for name, section in spec.pools.items()))
+                         tuple(_pool(name, section, source) for name, section in spec.pools.items()),
+                         header_timeout_s=g.header_timeout_s, body_timeout_s=g.body_timeout_s)
 
 
 def _pool(name: str, section: PoolSection, source: str) -> PoolSpec:

@@ -14,7 +14,8 @@ from typing import Literal
 
 import pydantic
 
-from mcp.runtime.errors import ConfigError
+from mcp.runtime.arguments import check_model_name
+from mcp.runtime.errors import ConfigError, InvalidRequestError
 from mcp.runtime.isolation_config import WorkerLimits, WorkerSection, default_isolation, resolve_isolation, resolve_worker
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -36,11 +37,14 @@ class LimitsSection(_Strict):
     max_prompt_chars: int = pydantic.Field(200_000, gt=0)
     max_tokens: int = pydantic.Field(4096, gt=0)  # the most one request may ask for
     max_n: int = pydantic.Field(8, gt=0)
+    max_choices: int = pydantic.Field(64, gt=0)  # n x prompts of one request: sequences it may start
 
 
 class TimeoutsSection(_Strict):
     request_s: float = pydantic.Field(600.0, gt=0)  # a request still running then ends ("deadline")
     shutdown_drain_s: float = pydantic.Field(30.0, ge=0)  # SIGTERM: how long in-flight requests may finish
+    header_s: float = pydantic.Field(10.0, gt=0)  # a request's headers must be complete this soon, else closed
+    body_s: float = pydantic.Field(30.0, gt=0)  # its body this soon after its headers, else 408
 
 
 class TenantSection(_Strict):
@@ -111,6 +115,7 @@ class Limits:
     max_prompt_chars: int = 200_000
     max_tokens: int = 4096
     max_n: int = 8
+    max_choices: int = 64
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,8 @@ class ServingConfig:
     limits: Limits = Limits()
     request_timeout_s: float = 600.0
     shutdown_drain_s: float = 30.0
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
     tenants: tuple[Tenant, ...] = field(default_factory=tuple)
     governance: GovernanceConfig | None = None
     grpc_port: int | None = None  # the gRPC API's port on the same host; None: no gRPC server
@@ -159,7 +166,7 @@ class ServingConfig:
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
     """The checked, frozen serving config; a wrong value is a ConfigError naming its key."""
-    models = tuple(ServedModel(m.name, m.source, m.version, m.precision) for m in section.models)
+    models = tuple(_served_model(m, i, source) for i, m in enumerate(section.models))
     _check_unique([f"{m.name}:{m.version}" for m in models], f"{source}: serving.models", "name:version")
     if section.default_model is not None and section.default_model not in {m.name for m in models}:
         raise ConfigError(f"{source}: serving.default_model: {section.default_model!r} is not one of "
@@ -171,6 +178,7 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         host=section.host, port=section.port, service_name=section.service_name,
         default_model=section.default_model, models=models, limits=Limits(**section.limits.model_dump()),
         request_timeout_s=section.timeouts.request_s, shutdown_drain_s=section.timeouts.shutdown_drain_s,
+        header_timeout_s=section.timeouts.header_s, body_timeout_s=section.timeouts.body_s,
         tenants=tenants, grpc_port=section.grpc.port if section.grpc.enabled else None,
         governance=_governance(section.governance, source),
         isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker, source),
@@ -184,6 +192,16 @@ def _admin_dirs(section: AdminModelsSection, source: str) -> tuple[str, ...] | N
         return None
     base = Path(source).parent
     return tuple(str((base / Path(folder).expanduser()).resolve()) for folder in section.dirs)
+
+
+def _served_model(section: ServedModelSection, index: int, source: str) -> ServedModel:
+    """The model entry, its name and version as docs/api.md defines them (as the admin APIs check)."""
+    for key in ("name", "version"):
+        try:
+            check_model_name(getattr(section, key), f"{source}: serving.models.{index}.{key}")
+        except InvalidRequestError as exc:
+            raise ConfigError(str(exc)) from None
+    return ServedModel(section.name, section.source, section.version, section.precision)
 
 
 def _governance(section: GovernanceSection | None, source: str) -> GovernanceConfig | None:

@@ -42,6 +42,10 @@ class PayloadTooLargeError(InvalidRequestError):
     """The request body is over ``serving.limits.max_body_bytes``."""
 
 
+class RequestTimeoutError(InvalidRequestError):
+    """The client did not send its whole request body within ``serving.timeouts.body_s``."""
+
+
 class FieldError(InvalidRequestError):
     """A request field is wrong; ``param`` names it (OpenAI's error ``param``)."""
 
@@ -73,6 +77,7 @@ _TABLE: tuple[tuple[type[MCPError], int, str, str | None, str], ...] = (
     (RateLimitedError, 429, "rate_limit_exceeded", "rate_limit_exceeded", "RESOURCE_EXHAUSTED"),
     (CapacityError, 429, "server_overloaded", "over_capacity", "RESOURCE_EXHAUSTED"),
     (PayloadTooLargeError, 413, "invalid_request_error", "payload_too_large", "INVALID_ARGUMENT"),
+    (RequestTimeoutError, 408, "invalid_request_error", "request_timeout", "DEADLINE_EXCEEDED"),
     (ContextLengthError, 400, "invalid_request_error", "context_length_exceeded", "INVALID_ARGUMENT"),
     (ModelNotFoundError, 404, "invalid_request_error", "model_not_found", "NOT_FOUND"),
     (InvalidRequestError, 400, "invalid_request_error", None, "INVALID_ARGUMENT"),

@@ -23,6 +23,7 @@ from mcp.runtime.session import Session
 from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost
 from mcp.serving.http.app import ServerState, create_app
+from mcp.serving.http.protocol import with_header_deadline
 from mcp.serving.measured import model_loader, observe_models, start_attestation
 from mcp.serving.tenants import TenantDirectory
 
@@ -72,7 +73,8 @@ def _run(session: Session, config: RuntimeConfig, attestation: Attestor | None,
         grpc_server = None if serving.grpc_port is None else GrpcServer(state, serving.host, serving.grpc_port)
         server = _DrainingServer(state, uvicorn.Config(
             create_app(state), host=serving.host, port=serving.port, log_level="info",
-            timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False), grpc_server)
+            timeout_graceful_shutdown=serving.shutdown_drain_s, access_log=False,
+            http=with_header_deadline(serving.header_timeout_s)), grpc_server)
         _quiet_after_drain()
         server.run()
     finally:

@@ -1,41 +1,91 @@
-"""schemathesis against our own /openapi.json: generated requests (valid and not) never get a 5xx,
-and every response matches the documented status codes, content types and schemas."""
+"""schemathesis against our own /openapi.json, on a real server with keys and its sandboxed worker:
+generated requests (valid and not) never get a 5xx, schema-valid ones are accepted, schema-invalid
+ones refused, and every response matches the documented status codes, headers and schemas.
+
+All of schemathesis' checks run, stateless per operation (without a key, with a user's key, with
+an admin's) and stateful (its state machine over the operations, with an admin key), bounded in
+examples so the whole file takes about a minute. One built-in check is replaced, not dropped:
+``positive_data_acceptance`` would refuse any 400 to a schema-valid request, and some limits are
+the server's configuration or the model's context, which no static schema states
+(``serving.limits.*``, a prompt's tokens, a window of at most an hour). ``accepted_unless_over_a_limit``
+allows exactly those 400s: the error names the field and says what the limit is.
+"""
 
 from __future__ import annotations
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from schemathesis.checks import (
-    content_type_conformance,
-    not_a_server_error,
-    response_schema_conformance,
-    status_code_conformance,
-)
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from mcp.serving.tenants import hash_key
 
 pytestmark = pytest.mark.slow
+ADMIN_KEY, USER_KEY = "schema-admin-key-01", "schema-user-key-02"
+KEYS = {"no key": None, "user key": USER_KEY, "admin key": ADMIN_KEY}
+# The fields whose limit is configuration or the model's: a schema-valid value may go over it.
+LIMITED = {"max_tokens", "max_completion_tokens", "n", "prompt", "messages", "window"}
+FAST = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 @pytest.fixture(scope="module")
-def api_schema(start_server, tiny_mcp):
-    server = start_server({"runtime": {"device": "cpu", "num_threads": 1},
-                           "serving": {"models": [{"name": "tiny", "source": str(tiny_mcp)}],
-                                       "limits": {"max_tokens": 8, "max_n": 2, "max_prompt_chars": 2000}}})
-    return schemathesis.openapi.from_url(server.url + "/openapi.json").include(path_regex="^/(v1|health|ready)")
+def server(start_server, tiny_mcp):
+    tenants = [{"name": "ops", "key_sha256": [hash_key(ADMIN_KEY)], "role": "admin"},
+               {"name": "acme", "key_sha256": [hash_key(USER_KEY)]}]
+    return start_server({"runtime": {"device": "cpu", "num_threads": 1},
+                         "serving": {"models": [{"name": "tiny", "source": str(tiny_mcp)}], "isolation": "worker",
+                                     "tenants": tenants, "limits": {"max_tokens": 8, "max_n": 2, "max_choices": 4,
+                                                                    "max_prompt_chars": 40}}})
 
 
-def test_no_server_error_and_responses_match_the_schema(api_schema):
+@pytest.fixture(scope="module")
+def api_schema(server):
+    return schemathesis.openapi.from_url(server.url + "/openapi.json").include(
+        path_regex="^/(v1|health|ready|admin/models$)")
+
+
+def accepted_unless_over_a_limit(ctx, response, case) -> bool | None:
+    """A schema-valid request is accepted, unless it goes over a configured or model limit."""
+    if case.meta is None or not case.meta.generation.mode.is_positive or response.status_code != 400:
+        return None
+    error = response.json()["error"]
+    over_limit = error.get("code") == "context_length_exceeded" or (
+        str(error.get("param", "")).split(".")[0] in LIMITED and "at most" in error["message"])
+    assert over_limit, f"a schema-valid request was refused: {error}"
+    return None
+
+
+def _headers(key: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {key}"} if key else {}
+
+
+@pytest.mark.parametrize("key", list(KEYS.values()), ids=list(KEYS))
+def test_every_operation_passes_every_check(api_schema, key):
     # Driven by hand (not schemathesis' pytest plugin, whose fixture loader fails on this pytest).
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 5  # /v1/models, chat, completions, /health, /ready
+    assert len(operations) == 7  # /v1/models, chat, completions, /health, /ready, GET and POST /admin/models
     for operation in operations:
-        @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(FAST, max_examples=12)
         @given(case=operation.as_strategy())
         def check(case) -> None:
-            case.call_and_validate(checks=[not_a_server_error, status_code_conformance, content_type_conformance,
-                                           response_schema_conformance])
+            case.call_and_validate(headers=_headers(key), excluded_checks=[positive_data_acceptance],
+                                   additional_checks=[accepted_unless_over_a_limit])
 
         check()
+
+
+def test_stateful_sequences_pass_every_check(api_schema):
+    machine = api_schema.as_state_machine()
+
+    class AsAdmin(machine):
+        def get_call_kwargs(self, case):
+            return {"headers": _headers(ADMIN_KEY)}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(response, excluded_checks=[positive_data_acceptance],
+                                   additional_checks=[accepted_unless_over_a_limit], transport_kwargs=kwargs)
+
+    AsAdmin.run(settings=settings(FAST, max_examples=8, stateful_step_count=4))
 
 
 @pytest.mark.parametrize("path, body", [
@@ -48,7 +98,6 @@ def test_streamed_events_match_the_documented_event_schema(api_schema, path, bod
     # server-sent event is checked against the documented per-event schema on every run.
     operation = api_schema[path]["POST"]
     case = operation.Case(body={"model": "tiny", **body}, media_type="application/json")
-    response = case.call_and_validate(checks=[not_a_server_error, status_code_conformance,
-                                              content_type_conformance, response_schema_conformance])
+    response = case.call_and_validate(headers=_headers(USER_KEY), excluded_checks=[positive_data_acceptance])
     assert response.headers["content-type"][0].startswith("text/event-stream")
     assert response.text.rstrip().endswith("data: [DONE]")

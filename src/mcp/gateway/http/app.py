@@ -23,7 +23,7 @@ from mcp.gateway.errors import RolloutError, UnknownRolloutError, UpstreamError
 from mcp.gateway.http.state import GatewayState
 from mcp.gateway.pools.health import check_forever
 from mcp.runtime.errors import MCPError
-from mcp.serving.errors import PayloadTooLargeError, WireError, describe
+from mcp.serving.errors import WireError, describe
 from mcp.serving.http.app import BodyLimit, _http_error, _unexpected_error, _validation_error, error_response
 
 log = logging.getLogger("mcp.gateway.http")
@@ -40,15 +40,13 @@ def create_app(state: GatewayState) -> BodyLimit:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)
-    return _BodyLimit(app, state.config.max_body_bytes)
+    return _BodyLimit(app, state.config.max_body_bytes, state.config.body_timeout_s)
 
 
 class _BodyLimit(BodyLimit):
-    """serving's body limit, its message naming the gateway's key."""
+    """serving's body limits, its messages naming the gateway's keys."""
 
-    def _too_large(self) -> PayloadTooLargeError:
-        return PayloadTooLargeError(f"the request body is over {self.max_bytes} bytes (gateway.max_body_bytes); "
-                                    "send less")
+    keys = ("gateway.max_body_bytes", "gateway.body_timeout_s")
 
 
 @asynccontextmanager

@@ -37,7 +37,10 @@ class ParsedRequest:
     def upstream_body(self, model_id: str) -> bytes:
         """The body for the upstream: the chosen version as ``model``, gateway-only fields left out."""
         body = {key: value for key, value in self.body.items() if key != "metadata"}
-        return json.dumps({**body, "model": model_id}).encode()
+        try:
+            return json.dumps({**body, "model": model_id}).encode()
+        except RecursionError:  # parsed near the limit, deeper once inside the handler
+            raise FieldError("the request body is nested too deeply; send a flatter JSON object") from None
 
 
 def parse_request(raw: bytes, headers: Mapping[str, str], tenant: str, chat: bool,
@@ -63,6 +66,8 @@ def _json_object(raw: bytes) -> dict[str, Any]:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FieldError(f"the request body is not valid JSON ({exc}); send a JSON object") from None
+    except RecursionError:  # e.g. 1,000 nested arrays: the server answers 400 for it too
+        raise FieldError("the request body is nested too deeply to parse; send a flatter JSON object") from None
     if not isinstance(body, dict):
         raise FieldError("the request body must be a JSON object")
     return body

@@ -29,6 +29,7 @@ from mcp.gateway.routing.split import Split
 from mcp.gateway.routing.stages import StageResolver
 from mcp.gateway.routing.table import RouteTable
 from mcp.gateway.routing.watcher import RouteTableWatcher
+from mcp.serving.http.protocol import with_header_deadline
 from mcp.serving.tenants import TenantDirectory
 
 log = logging.getLogger("mcp.gateway")
@@ -45,7 +46,8 @@ def run_gateway(config_path: Path, rules_path: Path, host: str | None = None, po
     state = build_state(config, watcher)
     watcher.start()
     try:
-        uvicorn.run(create_app(state), host=config.host, port=config.port, log_level="info", access_log=False)
+        uvicorn.run(create_app(state), host=config.host, port=config.port, log_level="info", access_log=False,
+                    http=with_header_deadline(config.header_timeout_s))
     finally:
         watcher.stop()
         if state.registry is not None:

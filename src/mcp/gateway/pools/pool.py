@@ -3,9 +3,16 @@
 Picking: among members whose breaker lets a request through, the one with the fewest requests
 in flight (ties rotate), preferring those whose last health check passed. Sending: a member is
 tried at most once per request, up to ``max_attempts`` members. A connect error, a timeout, a
-5xx or a 429 before anything was passed on is retried on another member; a 4xx is the client's
-and goes back as it is. A stream is committed only once its first bytes have arrived: until
-then it is retried like any request, afterwards never (``UpstreamReply.chunks`` carries on).
+5xx other than 500 or a 429 before anything was passed on is retried on another member; a 4xx
+is the client's and goes back as it is. A stream is committed only once its first bytes have
+arrived: until then it is retried like any request, afterwards never (``UpstreamReply.chunks``
+carries on).
+
+Breakers count only what is the member's fault: transport errors, timeouts, and 5xx that say
+the member cannot serve (502, 503, 504, ...). A 500 is the member answering that this request
+failed there: the same request fails the same way on every member, so it goes back as it is,
+counted in the member's failures but not by its breaker. Otherwise any client could open every
+breaker with a few requests that trip one bug, and lock every tenant out (issue 28, finding 2).
 """
 
 from __future__ import annotations
@@ -150,7 +157,10 @@ class InstancePool:
             self._done(member, ok=True, breaker=False)  # busy, not broken: the breaker stays as it is
             raise AttemptFailed("over_capacity", f"{member.name}: 429 {_snippet(body)}", status,
                                 response.headers.get("retry-after"))
-        if status >= 500:
+        if status == 500:  # the request's failure, not the member's (see the module docstring)
+            self._done(member, ok=False, breaker=False, error=f"{member.name}: 500 {_snippet(body)}")
+            return UpstreamReply(member, status, response.headers, body)
+        if status > 500:
             raise self._failed(member, "error", f"{member.name}: {status} {_snippet(body)}", status)
         self._done(member, ok=True, breaker=True)
         return UpstreamReply(member, status, response.headers, body)

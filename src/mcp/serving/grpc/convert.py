@@ -12,7 +12,9 @@ from typing import Any
 
 from mcp.engine.params import MAX_COUNT
 from mcp.engine.sequence import StepOutput
+from mcp.runtime.arguments import check_model_name, check_model_source
 from mcp.runtime.config import RuntimeConfig
+from mcp.runtime.errors import InvalidRequestError
 from mcp.runtime.result import InferResult
 from mcp.runtime.serving_config import ServedModel
 from mcp.serving.errors import FieldError
@@ -103,7 +105,23 @@ def served_model(request: pb.LoadModelRequest) -> ServedModel:
             raise FieldError(f"{name} is empty; LoadModel needs the model's name and source", name)
     if request.precision and request.precision not in PRECISIONS:
         raise FieldError(f"precision {request.precision!r} is not one of {', '.join(PRECISIONS)}", "precision")
+    checked_name(request.name, "name")
+    if request.version:
+        checked_name(request.version, "version")
+    _checked(check_model_source, request.source, "source")
     return ServedModel(request.name, request.source, request.version or "1", request.precision or None)
+
+
+def checked_name(value: str, param: str) -> str:
+    """A model name or version as docs/api.md defines it, else INVALID_ARGUMENT naming ``param``."""
+    return _checked(check_model_name, value, param)
+
+
+def _checked(check: Callable[[str, str], str], value: str, param: str) -> str:
+    try:
+        return check(value, param)
+    except InvalidRequestError as error:
+        raise FieldError(str(error), param) from None
 
 
 # -- responses ------------------------------------------------------------------------------

@@ -99,6 +99,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                         context: grpc.aio.ServicerContext) -> pb.SwapModelResponse:
         async with errors_as_status(context):
             current().caller.require_admin()
+            convert.checked_name(request.version, "version")
             swapped = swap_measured(self._state, request.name, request.version)
             return pb.SwapModelResponse(model=self._info(swapped))
 

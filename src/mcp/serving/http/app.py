@@ -6,6 +6,7 @@ status ``serving.errors.describe`` gives; a bug is a 500 whose traceback goes to
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from dataclasses import dataclass, field
@@ -18,8 +19,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ConfigError, MCPError
-from mcp.serving.errors import FieldError, PayloadTooLargeError, WireError, describe
+from mcp.runtime.errors import ConfigError, InvalidRequestError, MCPError
+from mcp.serving.errors import FieldError, PayloadTooLargeError, RequestTimeoutError, WireError, describe
 from mcp.serving.host import ModelHost
 from mcp.serving.metrics import ServingMetrics
 from mcp.serving.probe import ProbeWindow
@@ -81,7 +82,7 @@ def create_app(state: ServerState) -> FastAPI:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)
     app.openapi = lambda: _openapi_without_422(app)
-    return BodyLimit(app, state.config.serving.limits.max_body_bytes)
+    return BodyLimit(app, state.config.serving.limits.max_body_bytes, state.config.serving.body_timeout_s)
 
 
 def _openapi_without_422(app: FastAPI) -> dict:
@@ -100,9 +101,15 @@ def _openapi_without_422(app: FastAPI) -> dict:
     return app.openapi_schema
 
 
-def error_response(wire: WireError) -> JSONResponse:
-    headers = {"Retry-After": str(wire.retry_after_s)} if wire.retry_after_s is not None else None
-    return JSONResponse(wire.body(), status_code=wire.status, headers=headers)
+def error_response(wire: WireError, headers: dict[str, str] | None = None, close: bool = False) -> JSONResponse:
+    """The error in OpenAI's format; ``close``: end the connection after it (the client may still be
+    sending a body nobody reads)."""
+    headers = dict(headers or {})
+    if wire.retry_after_s is not None:
+        headers["Retry-After"] = str(wire.retry_after_s)
+    if close:
+        headers["Connection"] = "close"
+    return JSONResponse(wire.body(), status_code=wire.status, headers=headers or None)
 
 
 async def _mcp_error(request: Request, exc: MCPError) -> JSONResponse:
@@ -117,7 +124,9 @@ def field_error(errors: list[dict]) -> FieldError:
     """The first problem of a request body, naming its field (``messages.0.content``)."""
     if not errors:
         return FieldError("the request body is not valid")
-    error = errors[0]
+    # In a union (`str | list[str]`) the branch of the right shape says what is wrong; the others
+    # only say "not a string" / "not a list".
+    error = next((e for e in errors if not str(e.get("type", "")).endswith("_type")), errors[0])
     where = [str(part) for part in error.get("loc", ()) if part != "body"]
     if error.get("type") == "json_invalid":
         return FieldError(f"the request body is not valid JSON ({error.get('ctx', {}).get('error', 'parse error')}); "
@@ -127,7 +136,8 @@ def field_error(errors: list[dict]) -> FieldError:
         return FieldError("the request body is missing; send a JSON object")
     if error.get("type") == "extra_forbidden":
         return FieldError(f"unknown field {param!r}; see /openapi.json for the accepted fields", param)
-    return FieldError(f"field {param or 'body'}: {error.get('msg')}", param)
+    message = str(error.get("msg")).removeprefix("Value error, ")  # our validators' own words
+    return FieldError(f"field {param or 'body'}: {message}", param)
 
 
 def _is_union_branch(part: str) -> bool:
@@ -138,7 +148,7 @@ async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResp
     kinds = {404: "not_found", 405: "method_not_allowed"}
     message = f"{request.method} {request.url.path}: {exc.detail}"
     wire = WireError(exc.status_code, "invalid_request_error", kinds.get(exc.status_code), "UNIMPLEMENTED", message)
-    return error_response(wire)
+    return error_response(wire, exc.headers)  # a 405 keeps its Allow
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
@@ -147,30 +157,61 @@ async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 class BodyLimit:
-    """ASGI middleware: a body over ``max_bytes`` is a 413 (by Content-Length, or while read)."""
+    """ASGI middleware: the whole body is read before the app runs, so a client cannot hold a
+    request open. Over ``max_bytes`` (by Content-Length, or chunked while read) is a 413; a body
+    not complete within ``body_timeout_s`` is a 408; both close the connection."""
 
-    def __init__(self, app: FastAPI, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+    keys = ("serving.limits.max_body_bytes", "serving.timeouts.body_s")  # named in the errors
+
+    def __init__(self, app: FastAPI, max_bytes: int, body_timeout_s: float = 30.0) -> None:
+        self.app, self.max_bytes, self.body_timeout_s = app, max_bytes, body_timeout_s
         self.state = app.state  # tests and the launcher reach the ServerState through it
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            return await error_response(describe(self._too_large()))(scope, receive, send)
-        seen = 0
+        try:
+            if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+                raise self._too_large()
+            body = await self._read(receive)
+        except InvalidRequestError as exc:
+            return await error_response(describe(exc), close=True)(scope, receive, send)
+        if body is not None:  # None: the client went away before its body was complete
+            await self.app(scope, _replayed(body, receive), send)
 
-        async def limited_receive():
-            nonlocal seen
-            message = await receive()
-            seen += len(message.get("body", b""))
+    async def _read(self, receive) -> bytes | None:
+        chunks, seen = [], 0
+        deadline = asyncio.get_running_loop().time() + self.body_timeout_s
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), deadline - asyncio.get_running_loop().time())
+            except TimeoutError:
+                raise RequestTimeoutError(f"the request body was not complete within {self.body_timeout_s:g} s "
+                                          f"({self.keys[1]}); send it at once") from None
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
             if seen > self.max_bytes:
                 raise self._too_large()
-            return message
-
-        await self.app(scope, limited_receive, send)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     def _too_large(self) -> PayloadTooLargeError:
-        return PayloadTooLargeError(f"the request body is over {self.max_bytes} bytes "
-                                    "(serving.limits.max_body_bytes); send less")
+        return PayloadTooLargeError(f"the request body is over {self.max_bytes} bytes ({self.keys[0]}); send less")
+
+
+def _replayed(body: bytes, receive):
+    """The ASGI ``receive`` of a body already read: the body once, then the connection's own
+    (which tells the app when the client goes away)."""
+    pending = True
+
+    async def replay():
+        nonlocal pending
+        if pending:
+            pending = False
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

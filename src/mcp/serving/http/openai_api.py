@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 router = APIRouter(tags=["openai"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": s.ErrorResponse} for code in (400, 401, 403, 404, 413, 429, 500)}
+SLA_CLASS = Header(None, description="the request's SLO class (case-insensitive)",
+                   json_schema_extra={"enum": ["critical", "high", "medium", "low"]})
 # One server-sent event, the way OpenAPI 3.2 describes `text/event-stream` (3.0/3.1 tools read
 # `schema` as the schema of each parsed event): `data` is a chunk's JSON, the last one `[DONE]`.
 STREAM = {"text/event-stream": {"schema": {
@@ -62,7 +64,7 @@ async def list_models(state: ServerState = Depends(state_of), caller: Caller = D
 @router.post("/v1/chat/completions", response_model=s.ChatCompletionResponse,
              responses={**ERRORS, 200: {"content": STREAM}})
 async def chat_completions(body: s.ChatCompletionRequest, request: Request,
-                           x_sla_class: str | None = Header(None), state: ServerState = Depends(state_of),
+                           x_sla_class: str | None = SLA_CLASS, state: ServerState = Depends(state_of),
                            caller: Caller = Depends(caller_of)):
     messages = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
                 for m in body.messages]
@@ -74,7 +76,7 @@ async def chat_completions(body: s.ChatCompletionRequest, request: Request,
 
 @router.post("/v1/completions", response_model=s.CompletionResponse,
              responses={**ERRORS, 200: {"content": STREAM}})
-async def completions(body: s.CompletionRequest, request: Request, x_sla_class: str | None = Header(None),
+async def completions(body: s.CompletionRequest, request: Request, x_sla_class: str | None = SLA_CLASS,
                       state: ServerState = Depends(state_of), caller: Caller = Depends(caller_of)):
     if body.echo:
         raise FieldError("echo is not supported; leave it out or false", "echo")
@@ -83,6 +85,7 @@ async def completions(body: s.CompletionRequest, request: Request, x_sla_class: 
         raise FieldError("prompt is an empty list; give at least one prompt", "prompt")
     _check_prompt_size(sum(len(t) for t in texts), state, "prompt")
     options = _options(body, body.max_tokens, body.logprobs, x_sla_class, state, caller)
+    _check_num_choices(len(texts), body.n, state)
     return await _serve(request, state, caller, body, [Prompt(text=t) for t in texts], options, chat=False)
 
 
@@ -96,6 +99,14 @@ def _check_prompt_size(num_chars: int, state: ServerState, param: str) -> None:
     if num_chars > limit:
         raise FieldError(f"{param} has {num_chars} characters; this server takes at most {limit} "
                          "(serving.limits.max_prompt_chars)", param)
+
+
+def _check_num_choices(num_prompts: int, n: int, state: ServerState) -> None:
+    """One request starts n sequences per prompt: 5,000 prompts must not take the whole engine."""
+    limit = state.config.serving.limits.max_choices
+    if num_prompts * n > limit:
+        raise FieldError(f"prompt has {num_prompts} prompts and n is {n}: {num_prompts * n} choices; this server "
+                         f"takes at most {limit} per request (serving.limits.max_choices); send fewer", "prompt")
 
 
 def _options(body: s.ChatCompletionRequest | s.CompletionRequest, max_tokens: int | None, logprobs: int | None,

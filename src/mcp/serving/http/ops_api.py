@@ -11,15 +11,19 @@ from mcp.serving.http import schemas as s
 from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import state_of
 from mcp.serving.http.openai_api import ERRORS
+from mcp.serving.probe import METRICS
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/health", response_model=s.HealthResponse | s.ProbeResponse, responses=ERRORS)
 async def health(metric: str | None = Query(None, description="latency_p50|p95|p99, ttft_p50|p95|p99, "
-                                                                "error_rate, oom_count, throughput, request_rate"),
+                                                                "error_rate, oom_count, throughput, request_rate",
+                                            json_schema_extra={"enum": list(METRICS)}),
                  service: str | None = None, model: str | None = None, version: str | None = None,
-                 window: str = "5m", threshold: float | None = None,
+                 window: str = Query("5m", description="a duration: 30s, 5m, 1h, 500ms; at most 1h",
+                                     json_schema_extra={"pattern": r"^\s*\d+(\.\d+)?(ms|s|m|h)?\s*$"}),
+                 threshold: float | None = None,
                  state: ServerState = Depends(state_of)) -> s.HealthResponse | s.ProbeResponse:
     """Liveness; with ``metric``, that metric over the window and whether it is healthy."""
     if metric is None:

@@ -9,16 +9,27 @@ engine's ``SamplingParams`` bounds them, so nothing reaches a model's worker tha
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from mcp.engine.params import MAX_COUNT, SEED_RANGE
+from mcp.runtime.arguments import check_model_name, check_model_source, check_unicode
 
+# Request text: a lone surrogate (JSON's "\\ud800") is a 400 naming the field, not a tokenizer crash.
+Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the text"))]
+StopText = Annotated[Text, Field(min_length=1)]
+# Admin names and sources (docs/api.md); the schema states the rule, the validator says it in words.
+ModelName = Annotated[str, AfterValidator(lambda value: check_model_name(value, "it")),
+                      Field(json_schema_extra={"pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$", "minLength": 1,
+                                               "maxLength": 64})]
+ModelSource = Annotated[str, AfterValidator(lambda value: check_model_source(value, "it")),
+                        Field(json_schema_extra={"minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00-\\x1f\\x7f]*$"})]
 FinishReason = Literal["stop", "length", "cancelled", "deadline", "content_filter"]  # content_filter: governance
 
 
 class _Request(BaseModel):
+    # JSON's NaN and Infinity (which Python's parser takes) are no sampling value either
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
@@ -32,32 +43,32 @@ class StreamOptions(_Request):
 
 class TextPart(_Request):
     type: Literal["text"]
-    text: str
+    text: Text
 
 
 class ChatMessage(_Request):
     role: Literal["system", "developer", "user", "assistant"]
-    content: str | list[TextPart]
-    name: str | None = None
+    content: Text | list[TextPart]
+    name: Text | None = None
 
 
 class _Sampling(_Request):
-    model: str = Field("", description="name or name:version; empty: the server's default model")
+    model: Text = Field("", description="name or name:version; empty: the server's default model")
     max_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    top_k: int | None = Field(None, ge=0, le=MAX_COUNT)
+    top_k: int | None = Field(None, ge=0, le=MAX_COUNT)  # bounded like every integer that reaches the engine
     min_p: float | None = Field(None, ge=0, lt=1)
     repetition_penalty: float | None = Field(None, gt=0)
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    seed: int | None = Field(None, ge=SEED_RANGE[0], le=SEED_RANGE[1])
-    stop: str | list[str] | None = None
+    seed: int | None = Field(None, ge=SEED_RANGE[0], le=SEED_RANGE[1])  # what the engine's generator takes
+    stop: StopText | Annotated[list[StopText], Field(max_length=16)] | None = None  # the engine's limits
     ignore_eos: bool = False
     n: int = Field(1, ge=1)
     stream: bool = False
     stream_options: StreamOptions | None = None
-    user: str | None = None
+    user: Text | None = None
 
 
 class ChatCompletionRequest(_Sampling):
@@ -68,9 +79,9 @@ class ChatCompletionRequest(_Sampling):
 
 
 class CompletionRequest(_Sampling):
-    prompt: str | list[str]
+    prompt: Text | Annotated[list[Text], Field(min_length=1)]
     logprobs: int | None = Field(None, ge=0, le=20)
-    echo: bool = False
+    echo: bool = Field(False, json_schema_extra={"enum": [False]})  # not supported: true is a 400
 
 
 # -- responses ------------------------------------------------------------------------------
@@ -202,15 +213,15 @@ class ProbeResponse(_Response):
 
 # -- admin ----------------------------------------------------------------------------------
 class LoadModelRequest(_Request):
-    name: str = Field(min_length=1)
-    source: str = Field(min_length=1, description="a .mcp path on the server or a catalog name")
-    version: str = Field("1", min_length=1)
+    name: ModelName
+    source: ModelSource = Field(description="a .mcp path on the server or a catalog name")
+    version: ModelName = "1"
     precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] | None = None
     activate: bool = Field(True, description="make it the name's current version (a swap) once ready")
 
 
 class SwapModelRequest(_Request):
-    version: str = Field(min_length=1)
+    version: ModelName
 
 
 class ModelVersionInfo(_Response):
