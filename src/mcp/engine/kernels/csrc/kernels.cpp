@@ -122,6 +122,21 @@ struct Isa {
     q[0] = _mm512_permutexvar_ps(bytes, values);
     q[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), values);
   }
+  // integer lanes for GGUF's 5- and 6-bit blocks (blocks.inc)
+  using VI = __m512i;
+  static VI u8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static VI bits(uint32_t word, int first) {
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i shifted = _mm512_srlv_epi32(_mm512_set1_epi32(static_cast<int>(word)),
+                                              _mm512_add_epi32(lanes, _mm512_set1_epi32(first)));
+    return _mm512_and_si512(shifted, _mm512_set1_epi32(1));
+  }
+  static VI isrl(VI v, int n) { return _mm512_srl_epi32(v, _mm_cvtsi32_si128(n)); }
+  static VI ishl(VI v, int n) { return _mm512_sll_epi32(v, _mm_cvtsi32_si128(n)); }
+  static VI iand(VI v, int mask) { return _mm512_and_si512(v, _mm512_set1_epi32(mask)); }
+  static VI ior(VI a, VI b) { return _mm512_or_si512(a, b); }
+  static VI isub(VI v, int n) { return _mm512_sub_epi32(v, _mm512_set1_epi32(n)); }
+  static V ifloat(VI v) { return _mm512_cvtepi32_ps(v); }
   static void int8_codes(const int8_t* p, V* q) {
     for (int i = 0; i < 2; ++i) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
@@ -130,6 +145,7 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+#include "blocks.inc"
 #include "vec.inc"
 }  // namespace avx512
 #pragma GCC pop_options
@@ -203,6 +219,20 @@ struct Isa {
     }
   }
   static void int4_codes_lookup(const uint8_t* p, V* q) { int4_codes(p, q); }  // no 16-entry permute here
+  using VI = __m256i;  // integer lanes for GGUF's 5- and 6-bit blocks (blocks.inc)
+  static VI u8(const uint8_t* p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+  static VI bits(uint32_t word, int first) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i shifted = _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(word)),
+                                              _mm256_add_epi32(lanes, _mm256_set1_epi32(first)));
+    return _mm256_and_si256(shifted, _mm256_set1_epi32(1));
+  }
+  static VI isrl(VI v, int n) { return _mm256_srl_epi32(v, _mm_cvtsi32_si128(n)); }
+  static VI ishl(VI v, int n) { return _mm256_sll_epi32(v, _mm_cvtsi32_si128(n)); }
+  static VI iand(VI v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi32(mask)); }
+  static VI ior(VI a, VI b) { return _mm256_or_si256(a, b); }
+  static VI isub(VI v, int n) { return _mm256_sub_epi32(v, _mm256_set1_epi32(n)); }
+  static V ifloat(VI v) { return _mm256_cvtepi32_ps(v); }
   static void int8_codes(const int8_t* p, V* q) {
     for (int i = 0; i < 4; ++i) {
       const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i));
@@ -211,6 +241,7 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+#include "blocks.inc"
 // AVX2 integer dots: 32 unsigned/signed bytes times 32 signed bytes, pairs summed to int16
 // by maddubs (at most 2 * 128 * 127 = 32512: no saturation), then to int32 by madd.
 struct IntOps {
@@ -306,8 +337,18 @@ struct Isa {
   static void int8_codes(const int8_t* p, V* q) {
     for (int j = 0; j < kGroup; ++j) q[j] = static_cast<float>(p[j]);
   }
+  using VI = int32_t;  // one integer lane (blocks.inc)
+  static VI u8(const uint8_t* p) { return *p; }
+  static VI bits(uint32_t word, int first) { return static_cast<int32_t>((word >> first) & 1u); }
+  static VI isrl(VI v, int n) { return static_cast<int32_t>(static_cast<uint32_t>(v) >> n); }
+  static VI ishl(VI v, int n) { return static_cast<int32_t>(static_cast<uint32_t>(v) << n); }
+  static VI iand(VI v, int mask) { return v & mask; }
+  static VI ior(VI a, VI b) { return a | b; }
+  static VI isub(VI v, int n) { return v - n; }
+  static V ifloat(VI v) { return static_cast<float>(v); }
 };
 #include "tiles.inc"
+#include "blocks.inc"
 struct IntOps {
   struct Bytes {
     int8_t v[kGroup];
@@ -547,6 +588,16 @@ MatmulArgs prepare_matmul(const MatmulArgs& input) {
 }
 
 void matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1) {
+  if (is_block_kind(args.kind)) {  // GGUF blocks: exact products, whatever x_digits asks
+    switch (current_isa()) {
+#if defined(__x86_64__)
+      case Isa::kAvx512: avx512::block_matmul(args, n0, n1); break;
+      case Isa::kAvx2: avx2::block_matmul(args, n0, n1); break;
+#endif
+      default: scalar::block_matmul(args, n0, n1);
+    }
+    return;
+  }
   if (args.x_digits > 0) {
     switch (current_isa()) {
 #if defined(__x86_64__)
@@ -578,13 +629,14 @@ void matmul(const MatmulArgs& input, int num_threads) {
 
 void dequantize(const DequantArgs& args, int num_threads) {
   const Isa isa = current_isa();
+  const bool blocks = is_block_kind(args.kind);
   parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) {
     switch (isa) {
 #if defined(__x86_64__)
-      case Isa::kAvx512: avx512::dequantize(args, n0, n1); break;
-      case Isa::kAvx2: avx2::dequantize(args, n0, n1); break;
+      case Isa::kAvx512: blocks ? avx512::block_dequantize(args, n0, n1) : avx512::dequantize(args, n0, n1); break;
+      case Isa::kAvx2: blocks ? avx2::block_dequantize(args, n0, n1) : avx2::dequantize(args, n0, n1); break;
 #endif
-      default: scalar::dequantize(args, n0, n1);
+      default: blocks ? scalar::block_dequantize(args, n0, n1) : scalar::dequantize(args, n0, n1);
     }
   });
 }
