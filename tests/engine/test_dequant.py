@@ -12,7 +12,7 @@ from mcp.modelfile.spec import BLOCK_ENCODINGS
 from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 # Byte offsets of the fp16 fields inside one block of each encoding.
-FP16_FIELDS = {"q4_0": (0,), "q4_1": (0, 2), "q8_0": (0,), "q4_k": (0, 2), "q5_k": (0, 2), "q6_k": (208,)}
+FP16_FIELDS = {"q4_0": (0,), "q4_1": (0, 2), "q5_0": (0,), "q5_1": (0, 2), "q8_0": (0,), "q4_k": (0, 2), "q5_k": (0, 2), "q6_k": (208,)}
 GGML_TYPE = {name: GGMLQuantizationType[name.upper()] for name in BLOCK_ENCODINGS}
 
 

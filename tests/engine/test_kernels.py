@@ -233,7 +233,7 @@ def test_bad_activations_and_options_are_refused():
         matrix.matmul(torch.randn(2, 63))
     with pytest.raises(ValueError, match="float32/bfloat16"):
         matrix.matmul(torch.randn(2, 64).half())
-    with pytest.raises(ValueError, match="kind must be int4 or int8"):
+    with pytest.raises(ValueError, match="kind must be one of int4, int8"):
         QuantMatrix("int3", matrix.codes, matrix.qparams)
     with pytest.raises(ValueError, match="instruction set 'neon'"):
         kernels.set_isa("neon")

@@ -39,9 +39,10 @@ def llama_cpp_permute(rows: np.ndarray, num_heads: int) -> np.ndarray:
     return rows.reshape(num_heads, 2, rows.shape[0] // num_heads // 2, *rows.shape[1:]).swapaxes(1, 2).reshape(rows.shape)
 
 
-def write_kquant_gguf(path, rng) -> None:
+def start_gguf(path, layers: int) -> gguf.GGUFWriter:
+    """A GGUF writer with a tiny Llama's metadata and a byte-less tokenizer of VOCAB tokens."""
     writer = gguf.GGUFWriter(path, "llama")
-    for add, value in ((writer.add_block_count, 1), (writer.add_context_length, 128),
+    for add, value in ((writer.add_block_count, layers), (writer.add_context_length, 128),
                        (writer.add_embedding_length, HIDDEN), (writer.add_feed_forward_length, FFN),
                        (writer.add_head_count, HEADS), (writer.add_head_count_kv, KV_HEADS),
                        (writer.add_layer_norm_rms_eps, 1e-5), (writer.add_rope_freq_base, 10000.0)):
@@ -52,6 +53,18 @@ def write_kquant_gguf(path, rng) -> None:
     writer.add_token_types([int(gguf.TokenType.NORMAL)] * VOCAB)
     writer.add_token_merges([])
     writer.add_eos_token_id(0)
+    return writer
+
+
+def finish_gguf(writer: gguf.GGUFWriter) -> None:
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def write_kquant_gguf(path, rng) -> None:
+    writer = start_gguf(path, 1)
     matrices = {
         "token_embd.weight": (VOCAB, HIDDEN, QType.Q6_K), "output.weight": (VOCAB, HIDDEN, QType.Q6_K),
         "blk.0.attn_q.weight": (HIDDEN, HIDDEN, QType.Q4_K), "blk.0.attn_k.weight": (KV_HEADS * HEAD_DIM, HIDDEN, QType.Q5_K),
@@ -66,10 +79,7 @@ def write_kquant_gguf(path, rng) -> None:
         writer.add_tensor(name, blocks, raw_shape=blocks.shape, raw_dtype=qtype)
     for name in ("output_norm.weight", "blk.0.attn_norm.weight", "blk.0.ffn_norm.weight"):
         writer.add_tensor(name, rng.uniform(0.5, 1.5, HIDDEN).astype(np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    finish_gguf(writer)
 
 
 @pytest.mark.slow

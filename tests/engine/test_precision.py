@@ -56,7 +56,7 @@ def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, p
     assert plan.by_tensor[Q_PROJ] == plan.by_tensor[DOWN] == TensorPlan("mcp-int4", prefill)
     # the Q8_0 embedding/head keeps its own values: grouped int8, not bf16
     assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("mcp-int8", prefill)
-    assert plan.by_tensor[UP] == TensorPlan("dense-bf16", "dense-bf16")  # Q6_K: no native form yet
+    assert plan.by_tensor[UP] == TensorPlan("mcp-q6_k", prefill)  # Q6_K: its own blocks, natively and exactly
     assert plan.activations == "fp32"  # the kernels take fp32 as it is
     # more rows than this run the dense GEMM: without AMX (bf16 or fp32) it pays from 129 rows
     assert plan.decode_max_rows == 128
@@ -64,6 +64,17 @@ def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, p
     forced = resolve(TENSORS, PrecisionPlan(), hardware, forced="bf16")
     assert set(forced.by_tensor.values()) == {TensorPlan("dense-bf16", "dense-bf16")}
     assert forced.activations == "bf16"
+
+
+@pytest.mark.parametrize("encoding, cols, kernel", [("q5_0", 96, "mcp-q5_0"), ("q5_1", 64, "mcp-q5_1"),
+                                                   ("q5_k", 512, "mcp-q5_k"), ("q6_k", 256, "mcp-q6_k"),
+                                                   ("q5_k", 288, "dense-bf16")])  # not whole K-quant blocks
+def test_gguf_5_and_6_bit_blocks_run_their_native_kernels_the_head_included(encoding, cols, kernel):
+    tensors = (TensorSpec("lm_head.weight", encoding, (100, cols), ""),
+               TensorSpec("model.layers.0.mlp.up_proj.weight", encoding, (64, cols), ""))
+    plan = resolve(tensors, PrecisionPlan(), ZEN4_NATIVE)
+    assert {p.decode for p in plan.by_tensor.values()} == {kernel}
+    assert resolve(tensors, PrecisionPlan(), AMX).by_tensor["lm_head.weight"].decode == "dense-bf16"  # not built
 
 
 def test_companion_scales_are_not_planned_as_matrices():

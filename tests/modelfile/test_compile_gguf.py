@@ -289,10 +289,13 @@ def test_unsupported_architecture(tmp_path: Path) -> None:
 
 
 def test_unsupported_tensor_type_leaves_no_output(tmp_path: Path) -> None:
-    source = write_gguf(tmp_path / "q5.gguf", "llama", _encode(_weights(), {"blk.0.ffn_up.weight": QType.Q5_0}))
-    with raises(UnsupportedModelError, f"{source}: tensor blk.0.ffn_up.weight has type Q5_0, which is not supported"):
-        compile_model(source, tmp_path / "q5.mcp")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["q5.gguf"]
+    encoded = _encode(_weights(), {})
+    rows, cols = encoded["blk.0.ffn_up.weight"][0].shape  # IQ4_NL: 32 weights in 18 bytes, as Q4_0
+    encoded["blk.0.ffn_up.weight"] = (np.zeros((rows, cols // 32 * 18), dtype=np.uint8), QType.IQ4_NL)
+    source = write_gguf(tmp_path / "tq.gguf", "llama", encoded)
+    with raises(UnsupportedModelError, f"{source}: tensor blk.0.ffn_up.weight has type IQ4_NL, which is not supported"):
+        compile_model(source, tmp_path / "tq.mcp")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tq.gguf"]
 
 
 def test_unknown_tensor_name(tmp_path: Path) -> None:

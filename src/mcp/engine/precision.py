@@ -5,10 +5,11 @@ the plan picks a *decode* kernel (few rows per call: memory-bound, so the fewest
 win: packed int4 where the source is 4-bit, grouped int8 where it is Q8_0) and a *prefill*
 kernel (many rows: compute-bound, so a dense GEMM on dequantized weights, bf16 where the
 CPU multiplies bf16 natively). On a CPU the decode kernels are the native ones
-(``mcp.engine.kernels``: ``mcp-int4``, ``mcp-int8``, exact weights and fp32 sums) when they
-are built, else PyTorch's ``int4pack`` (bf16 activations); CUDA runs dense bf16. Sensitive
-tensors (the embedding and output head) are never requantized: they keep their exact Q8_0
-values or at least bf16, as do Q5_K/Q6_K sources. The file's ``PrecisionPlan`` and the
+(``mcp.engine.kernels``: ``mcp-int4``, ``mcp-int8``, and ``mcp-q5_0``, ``mcp-q5_1``,
+``mcp-q5_k``, ``mcp-q6_k`` on GGUF's own 5/6-bit blocks; exact weights and fp32 sums) when
+they are built, else PyTorch's ``int4pack`` (bf16 activations); CUDA runs dense bf16.
+Sensitive tensors (the embedding and output head) are never requantized: they keep their
+exact Q8_0/Q5/Q6 values (natively) or at least bf16. The file's ``PrecisionPlan`` and the
 config can force a precision globally or per tensor pattern; "auto" leaves the choice to
 these rules.
 """
@@ -58,7 +59,9 @@ DECODE_MAX_ROWS_NATIVE_AMX = 40
 # 73 against 97, 110 tokens 157-169 against 165-191, and at 196 tokens the bf16 GEMM won (265
 # against 324). They run up to 128 rows on both.
 DECODE_MAX_ROWS_NATIVE_NO_AMX = 128
-NATIVE_KERNELS = ("mcp-int4", "mcp-int8")
+# The native kernel of each GGUF block kind read as stored (mcp.engine.kernels.BLOCK_KINDS).
+BLOCK_KERNELS = {kind: f"mcp-{kind}" for kind in kernels.BLOCK_KINDS}
+NATIVE_KERNELS = ("mcp-int4", "mcp-int8", *BLOCK_KERNELS.values())
 # How the native decode kernels multiply: "exact" (what "auto" picks) multiplies the exact
 # weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32
 # and multiplies in integer SIMD (llama.cpp's way: top-1 agreement with fp32 drops from 100%
@@ -234,6 +237,9 @@ def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware) -> TensorP
         return TensorPlan(int4_kernel, dense)
     if grouped_int8:  # Q8_0's own values, exactly: the head and embedding included
         return TensorPlan("mcp-int8", dense)
+    if cpu and hardware.native_kernels and spec.encoding in BLOCK_KERNELS and \
+            spec.shape[1] % kernels.BLOCK_KINDS[spec.encoding][0] == 0:  # GGUF's 5/6-bit blocks, exactly
+        return TensorPlan(BLOCK_KERNELS[spec.encoding], dense)
     # A dense matrix is held once, so one dtype serves both phases: bf16, since memory-bound
     # decode reads half the bytes of fp32 even where the CPU has no native bf16 math.
     return TensorPlan("dense-bf16", "dense-bf16")

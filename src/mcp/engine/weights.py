@@ -1,8 +1,8 @@
 """Turning the tensors of a ``.mcp`` file into runtime weights, as the precision plan says.
 
 Dense tensors already in the planned dtype stay in the file's memory map (zero copy: a
-warm load reads nothing); packed int4 tensors in the runtime kernel's byte order and grouped
-int8 tensors are used as stored. Anything else is converted once at load: GGUF 4-bit blocks
+warm load reads nothing); packed int4 tensors in the runtime kernel's byte order, grouped
+int8 tensors and GGUF's 5/6-bit blocks planned for their native kernels are used as stored. Anything else is converted once at load: GGUF 4-bit blocks
 are re-laid as int4, other blocks are dequantized, dense tensors are cast, and a tensor
 planned as int8 is quantized from its dequantized values.
 """
@@ -14,7 +14,7 @@ import torch
 from mcp.engine.kernels import QuantMatrix
 from mcp.engine.layers.embedding import Embedding
 from mcp.engine.layers.linear import Int4Linear, Int8Linear, Linear, NativeLinear
-from mcp.engine.precision import DOT_DIGITS, NATIVE_KERNELS, SENSITIVE, TORCH_DTYPES, ResolvedPlan
+from mcp.engine.precision import BLOCK_KERNELS, DOT_DIGITS, NATIVE_KERNELS, SENSITIVE, TORCH_DTYPES, ResolvedPlan
 from mcp.engine.quant import int4pack, int8
 from mcp.engine.quant.dequant import dequantize
 from mcp.modelfile.reader import ModelFile
@@ -51,9 +51,9 @@ class ModelWeights:
         return self._dense[name]
 
     def embedding(self, name: str) -> Embedding:
-        """The token embedding: over the grouped int8 matrix when the head runs it, else dense."""
+        """The token embedding: over the int8 or GGUF block matrix when the head runs it, else dense."""
         plan = self._plan.by_tensor.get(name)
-        if plan is not None and plan.decode == "mcp-int8":
+        if plan is not None and plan.decode in ("mcp-int8", *BLOCK_KERNELS.values()):
             return Embedding(self._quant_matrix(self._specs[name]))
         return Embedding(self.tensor(name))
 
@@ -104,10 +104,12 @@ class ModelWeights:
         return int4pack.pack(codes, wanted), int4pack.kernel_scale_and_zero(scale_offset, torch.bfloat16)
 
     def _quant_matrix(self, spec: TensorSpec) -> QuantMatrix:
-        """The native kernels' form of a 4-bit or Q8_0 tensor, as stored when it is already."""
+        """The native kernels' form of a 4-bit, Q8_0 or 5/6-bit block tensor, as stored when it is already."""
         if spec.name not in self._quant:
             stored = self._file.tensor(spec.name)
-            if spec.encoding == INT8_ENCODING:
+            if spec.encoding in BLOCK_KERNELS:  # GGUF's blocks as the file holds them
+                matrix = QuantMatrix(spec.encoding, stored, None)
+            elif spec.encoding == INT8_ENCODING:
                 matrix = QuantMatrix("int8", stored, self._file.tensor(spec.name + QPARAMS_SUFFIX))
             elif spec.encoding == "q8_0":
                 matrix = QuantMatrix("int8", *int8.codes_from_q8_0(stored, spec.shape))

@@ -22,6 +22,7 @@ import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize
 
+from mcp.engine.kernels import BLOCK_KINDS
 from mcp.engine.quant.int4pack import (
     GROUP_SIZE,
     INT4_SOURCES,
@@ -61,8 +62,9 @@ PRECISION_ENCODINGS = {
     "bf16": ("bf16", torch.bfloat16),
 }
 # "auto" writes what the runtime's auto plan runs, so that loading converts nothing: 4-bit
-# GGUF blocks as packed int4 in this runtime's byte order, Q8_0 blocks as grouped int8 (both
-# exact), other matrices as bf16.
+# GGUF blocks as packed int4 in this runtime's byte order, Q8_0 blocks as grouped int8,
+# Q5_0/Q5_1/Q5_K/Q6_K matrices as their GGUF blocks (all exact; the native kernels read the
+# last as they are), other matrices as bf16.
 PRECISION_CHOICES = ("auto", "source", *PRECISION_ENCODINGS)
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
 _QPARAMS_ENCODINGS = {source: "f16" if dtype == torch.float16 else "f32" for source, dtype in QPARAMS_DTYPES.items()}
@@ -212,6 +214,8 @@ def _target_encoding(tensor: SourceTensor, precision: str) -> str:
         return INT4_ENCODING
     if tensor.encoding == "q8_0" and len(tensor.shape) == 2:
         return INT8_ENCODING
+    if tensor.encoding in BLOCK_KINDS and len(tensor.shape) == 2:
+        return tensor.encoding
     return "bf16" if tensor.encoding in BLOCK_ENCODINGS or tensor.encoding == "f32" else tensor.encoding
 
 

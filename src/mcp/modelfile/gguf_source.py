@@ -34,6 +34,8 @@ TENSOR_ENCODINGS = {
     GGMLQuantizationType.BF16: "bf16",
     GGMLQuantizationType.Q4_0: "q4_0",
     GGMLQuantizationType.Q4_1: "q4_1",
+    GGMLQuantizationType.Q5_0: "q5_0",
+    GGMLQuantizationType.Q5_1: "q5_1",
     GGMLQuantizationType.Q8_0: "q8_0",
     GGMLQuantizationType.Q4_K: "q4_k",
     GGMLQuantizationType.Q5_K: "q5_k",

@@ -27,6 +27,8 @@ DENSE_ENCODINGS = ("f32", "f16", "bf16")
 BLOCK_ENCODINGS = {  # encoding -> (weights per block, bytes per block)
     "q4_0": (32, 18),
     "q4_1": (32, 20),
+    "q5_0": (32, 22),
+    "q5_1": (32, 24),
     "q8_0": (32, 34),
     "q4_k": (256, 144),
     "q5_k": (256, 176),

@@ -7,6 +7,11 @@ A ``QuantMatrix`` W [N, K] is either
 - int8: codes int8 [N, K] and qparams [N, K/32] = scale: w = scale * q (GGUF's Q8_0).
 qparams are float32, or float16 where the source's are (Q4_0, Q4_1, Q8_0): half the bytes
 of scales to read per token, the same values.
+- q5_0, q5_1, q5_k, q6_k: GGUF's own blocks as the file stores them, codes uint8
+  [N, K / block weights * block bytes] and no qparams (None); the kernels decode each block's
+  scales, mins and 5/6-bit codes in registers, to exactly ``gguf.quants``' values (Q6_K's
+  scale per 16 weights and the K-quants' per-sub-block mins included). They always multiply
+  exactly (``x_digits`` is ignored: they have no integer dots).
 ``W.matmul(x)`` computes x @ W.T for x [..., K] in fp32 or bf16, with the weights
 dequantized in registers exactly as ``W.dequantize()`` gives them and fp32 sums; it reads
 the quantized bytes once per call however many rows x has, which is what decode needs.
@@ -40,7 +45,9 @@ else:
     BUILD_ERROR = None
 
 GROUP_SIZE = 32
-_KINDS = {"int4": 0, "int8": 1}
+_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5}
+# The GGUF block kinds: kind -> (weights, bytes) per block.
+BLOCK_KINDS = {"q5_0": (32, 22), "q5_1": (32, 24), "q5_k": (256, 176), "q6_k": (256, 210)}
 _OUT_DTYPES = (torch.float32, torch.bfloat16)
 _QPARAM_DTYPES = (torch.float32, torch.float16)
 KV_DTYPES = (torch.float32, torch.float16)  # what a paged KV cache the native attention reads may hold
@@ -82,14 +89,17 @@ def quantize_activations(x: torch.Tensor, digits: int = 1) -> tuple[torch.Tensor
 class QuantMatrix:
     """A quantized weight [N, K] in one of the two forms the module docstring gives."""
 
-    kind: str  # "int4" | "int8"
+    kind: str  # "int4" | "int8" | a GGUF block kind (BLOCK_KINDS)
     codes: torch.Tensor
-    qparams: torch.Tensor
+    qparams: torch.Tensor | None  # None for the block kinds
 
     def __post_init__(self) -> None:
         _require()
         if self.kind not in _KINDS:
-            raise ValueError(f"kind must be int4 or int8, got {self.kind!r}")
+            raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {self.kind!r}")
+        if self.kind in BLOCK_KINDS:
+            self._check_blocks()
+            return
         n, k = self.shape
         expected = ((n, k // 2), torch.uint8, (n, k // GROUP_SIZE, 2)) if self.kind == "int4" else \
             ((n, k), torch.int8, (n, k // GROUP_SIZE))
@@ -106,9 +116,24 @@ class QuantMatrix:
         object.__setattr__(self, "_call_args", (self.codes.data_ptr(), self.qparams.data_ptr(),
                                                 self.qparams.dtype == torch.float16))
 
+    def _check_blocks(self) -> None:
+        weights, nbytes = BLOCK_KINDS[self.kind]
+        codes = self.codes
+        if (codes.dtype != torch.uint8 or codes.dim() != 2 or codes.shape[1] % nbytes or codes.shape[1] == 0
+                or self.qparams is not None):
+            raise ValueError(f"{self.kind} matrix: codes must be uint8 [N, K / {weights} * {nbytes}] (whole blocks) "
+                             f"and qparams None; got codes {codes.dtype} {list(codes.shape)} and qparams "
+                             f"{None if self.qparams is None else list(self.qparams.shape)}")
+        if codes.device.type != "cpu" or not codes.is_contiguous():
+            raise ValueError(f"{self.kind} matrix: codes must be a contiguous CPU tensor")
+        object.__setattr__(self, "_call_args", (codes.data_ptr(), 0, False))
+
     @property
     def shape(self) -> tuple[int, int]:
         n, width = self.codes.shape
+        if self.kind in BLOCK_KINDS:
+            weights, nbytes = BLOCK_KINDS[self.kind]
+            return n, width // nbytes * weights
         return n, width * 2 if self.kind == "int4" else width
 
     def __reduce__(self):  # the cached pointers are this process's: rebuild from the tensors
@@ -141,13 +166,16 @@ class QuantMatrix:
             raise ValueError(f"dequantize gives float32 or bfloat16, not {dtype}")
         n, k = self.shape
         out = torch.empty(n, k, dtype=dtype)
-        _cpu.dequantize(_KINDS[self.kind], self.codes.data_ptr(), self.qparams.data_ptr(),
-                        self.qparams.dtype == torch.float16, n, k, out.data_ptr(), dtype == torch.bfloat16,
+        codes, qparams, qparams_f16 = self._call_args
+        _cpu.dequantize(_KINDS[self.kind], codes, qparams, qparams_f16, n, k, out.data_ptr(), dtype == torch.bfloat16,
                         torch.get_num_threads())
         return out
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """The fp32 values of the rows ``index`` [...] -> [..., K] (an embedding lookup)."""
+        if self.kind in BLOCK_KINDS:  # those rows' blocks, decoded by the kernels
+            picked = QuantMatrix(self.kind, self.codes[index.reshape(-1)].contiguous(), None)
+            return picked.dequantize().reshape(*index.shape, self.shape[1])
         codes, qparams = self.codes[index], self.qparams[index].to(torch.float32)
         if self.kind == "int8":
             values = codes.to(torch.float32).unflatten(-1, (-1, GROUP_SIZE)) * qparams[..., None]
@@ -162,6 +190,8 @@ class QuantMatrix:
         kinds = {part.kind for part in parts}
         if len(kinds) != 1:
             raise ValueError(f"cannot concatenate matrices of kinds {sorted(kinds)}")
+        if parts[0].kind in BLOCK_KINDS:
+            return QuantMatrix(parts[0].kind, join_rows([p.codes for p in parts]), None)
         dtypes = {part.qparams.dtype for part in parts}
         dtype = dtypes.pop() if len(dtypes) == 1 else torch.float32  # f16 values are exact in f32
         return QuantMatrix(kinds.pop(), join_rows([p.codes for p in parts]),

@@ -28,7 +28,7 @@ import numpy as np
 from mcp.engine.heap import release_free_memory
 from mcp.engine.lean import native
 from mcp.engine.lean.sampling import Sampler
-from mcp.engine.lean.weights import FileWeights, address, inverse_frequencies, rope_rows
+from mcp.engine.lean.weights import FileWeights, address, inverse_frequencies, rope_rows, table_fields
 from mcp.engine.params import SamplingParams
 from mcp.engine.sequence import SequenceState, StepOutput, check_prompt
 from mcp.engine.tokenizer import Tokenizer
@@ -116,7 +116,7 @@ class LeanModel:
         for index in range(arch.num_layers):
             keys, values = _zeroed(kv_shape, kv_dtype), _zeroed(kv_shape, kv_dtype)
             rows.append(self._layer_row(weights, f"model.layers.{index}", keys, values))
-        self._layers = np.array(rows, dtype=np.int64)  # [L, 29], csrc/module.cpp read_layer
+        self._layers = np.array(rows, dtype=np.int64)  # [L, 77], csrc/module.cpp read_layer
         self._dims = np.array([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
                                arch.intermediate_size, num_blocks, BLOCK_SIZE, self.max_context, address(self._cos),
                                address(self._sin), address(self._final_norm), int(kv_dtype == np.float16)],
@@ -140,22 +140,22 @@ class LeanModel:
             owner = attn if part == "o_proj" else mlp
             if f"{owner}.{part}.bias" in weights.specs:
                 raise ModelFormatError(f"{self.path}: {owner}.{part} has a bias, which the native step does not add")
-        o = weights.matrix(f"{attn}.o_proj.weight")
+        o = [weights.matrix(f"{attn}.o_proj.weight")]
         gate_up = weights.stacked([f"{mlp}.gate_proj.weight", f"{mlp}.up_proj.weight"])
-        down = weights.matrix(f"{mlp}.down_proj.weight")
+        down = [weights.matrix(f"{mlp}.down_proj.weight")]
         input_norm = weights.vector(f"{prefix}.input_layernorm.weight")
         post_norm = weights.vector(f"{prefix}.post_attention_layernorm.weight")
-        self._weight_arrays += [array for matrix in (qkv, o, gate_up, down) for array in (matrix.codes, matrix.qparams)]
+        self._weight_arrays += [array for parts in (qkv, o, gate_up, down) for part in parts for array in part.arrays]
         self._weight_arrays += [array for array in (input_norm, post_norm, bias) if array is not None]
         self._kv += [keys, values]
-        return [address(input_norm), *qkv.fields(), 0 if bias is None else address(bias), *o.fields(),
-                address(post_norm), *gate_up.fields(), *down.fields(), address(keys), address(values)]
+        return [address(input_norm), *table_fields(qkv), 0 if bias is None else address(bias), *table_fields(o),
+                address(post_norm), *table_fields(gate_up), *table_fields(down), address(keys), address(values)]
 
     @property
     def weight_bytes(self) -> int:
         """Bytes of weights one decode step reads: every layer's matrices and norms, the final
         norm, the output head (each array once; the KV cache and RoPE tables left out)."""
-        weights = [*self._weight_arrays, self.head.codes, self.head.qparams, self._final_norm]
+        weights = [*self._weight_arrays, *self.head.arrays, self._final_norm]
         seen = {(address(array), array.nbytes) for array in weights}
         return sum(nbytes for _, nbytes in seen)
 
@@ -298,8 +298,8 @@ class LeanModel:
         head = self.head
         n, k = head.shape
         out = np.empty((1, n), dtype=np.float32)
-        codes, qparams, qparams_f16 = head.fields()[1:4]
-        self._cpu.matmul(head.fields()[0], address(hidden), 0, 1, k, n, codes, qparams, qparams_f16, address(out), 0,
+        kind, codes, qparams, qparams_f16 = head.pointers()
+        self._cpu.matmul(kind, address(hidden), 0, 1, k, n, codes, qparams, qparams_f16, address(out), 0,
                          self.num_threads, 0)
         return out[0]
 

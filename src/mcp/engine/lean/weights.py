@@ -2,11 +2,12 @@
 
 The lean decoder reads the matrices exactly as the default compile writes them for the
 native kernels: int4 codes in row order with (scale, offset) qparams per group of 32, int8
-codes with a scale per group, float32 norms. Nothing is repacked or dequantized at load, so
-a load maps the file and reads the tokenizer; a file in another form (GGUF blocks kept
-as they were, torch's int4pack layout, dense matrices) is refused with what to do instead.
+codes with a scale per group, GGUF's Q5_0/Q5_1/Q5_K/Q6_K blocks as stored, float32 norms. Nothing is repacked or dequantized at load, so
+a load maps the file and reads the tokenizer; a file in another form (4-bit or Q8_0 GGUF
+blocks kept as they were, torch's int4pack layout, dense matrices) is refused with what to do instead.
 Tensors that lie back to back in the file (a layer's q/k/v, its gate/up) are used as one
-matrix without a copy, as the PyTorch loader does (``kernels.join_rows``).
+matrix without a copy, as the PyTorch loader does (``kernels.join_rows``); where their kinds
+differ (a Q4_K_M file's Q4_K q/k and Q6_K v) the step takes them as parts of one matrix.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcp.engine.lean import native
 from mcp.modelfile.layout import FileLayout
-from mcp.modelfile.spec import INT4_ENCODING, INT8_ENCODING, QPARAMS_SUFFIX, ArchitectureConfig
+from mcp.modelfile.spec import BLOCK_ENCODINGS, INT4_ENCODING, INT8_ENCODING, QPARAMS_SUFFIX, ArchitectureConfig
 from mcp.runtime.errors import ModelFormatError
 
 GROUP_SIZE = 32
-KINDS = {INT4_ENCODING: 0, INT8_ENCODING: 1}  # csrc/kernels.h WeightKind
+BLOCK_KINDS = ("q5_0", "q5_1", "q5_k", "q6_k")  # GGUF blocks the kernels read as stored
+KINDS = {INT4_ENCODING: 0, INT8_ENCODING: 1, **{kind: 2 + i for i, kind in enumerate(BLOCK_KINDS)}}  # WeightKind
+MAX_PARTS = 3  # parts of one matrix in the step's table (csrc/decode.h kMaxParts)
 _NUMPY = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "U8": np.uint8, "I8": np.int8}
 
 
@@ -34,25 +38,38 @@ def address(array: np.ndarray) -> int:
 class Matrix:
     """A quantized weight [N, K] in the native kernels' form (``mcp.engine.kernels.QuantMatrix``)."""
 
-    kind: str  # "int4" | "int8"
-    codes: np.ndarray  # int4: uint8 [N, K/2]; int8: int8 [N, K]
-    qparams: np.ndarray  # int4: [N, K/32, 2] (scale, offset); int8: [N, K/32] scale; float32 or float16
+    kind: str  # "int4" | "int8" | a GGUF block kind (BLOCK_KINDS)
+    codes: np.ndarray  # int4: uint8 [N, K/2]; int8: int8 [N, K]; blocks: uint8 [N, row bytes]
+    qparams: np.ndarray | None  # int4: [N, K/32, 2] (scale, offset); int8: [N, K/32] scale; f32 or f16; blocks: None
 
     @property
     def shape(self) -> tuple[int, int]:
         n, width = self.codes.shape
+        if self.kind in BLOCK_KINDS:
+            weights, nbytes = BLOCK_ENCODINGS[self.kind]
+            return n, width // nbytes * weights
         return n, width * 2 if self.kind == INT4_ENCODING else width
 
-    def fields(self) -> list[int]:
-        """kind, codes, qparams, qparams_f16, N, K: the six fields of a matrix in the step's layer table."""
-        n, k = self.shape
-        return [KINDS[self.kind], address(self.codes), address(self.qparams),
-                int(self.qparams.dtype == np.float16), n, k]
+    @property
+    def arrays(self) -> list[np.ndarray]:
+        return [self.codes] if self.qparams is None else [self.codes, self.qparams]
+
+    def pointers(self) -> list[int]:
+        """kind, codes, qparams (0: none), qparams_f16: how the kernels take the matrix."""
+        if self.qparams is None:
+            return [KINDS[self.kind], address(self.codes), 0, 0]
+        return [KINDS[self.kind], address(self.codes), address(self.qparams), int(self.qparams.dtype == np.float16)]
 
     def rows(self, ids: list[int]) -> np.ndarray:
         """Rows ``ids`` as contiguous float32 [len(ids), K]: an embedding lookup, the values
         ``QuantMatrix.rows`` gives."""
         index = np.asarray(ids, dtype=np.int64)
+        if self.kind in BLOCK_KINDS:  # those rows' blocks, decoded by the kernels
+            picked = np.ascontiguousarray(self.codes[index])
+            out = np.empty((len(ids), self.shape[1]), dtype=np.float32)
+            native.load().dequantize(KINDS[self.kind], address(picked), 0, 0, len(ids), self.shape[1], address(out),
+                                     0, 1)
+            return out
         scales = self.qparams[index].astype(np.float32)
         if self.kind == INT8_ENCODING:  # [M, K/32, 32] * [M, K/32, 1]
             values = self.codes[index].astype(np.float32).reshape(len(ids), -1, GROUP_SIZE) * scales[..., None]
@@ -61,6 +78,16 @@ class Matrix:
             codes = np.concatenate((packed & 0x0F, packed >> 4), axis=-1).astype(np.float32)
             values = codes * scales[..., 0:1] + scales[..., 1:2]
         return np.ascontiguousarray(values.reshape(len(ids), -1))
+
+
+def table_fields(parts: list[Matrix]) -> list[int]:
+    """A matrix of 1 to MAX_PARTS parts stacked by rows as the step's layer table holds it
+    (csrc/module.cpp read_matrix): parts, N, K, then (kind, codes, qparams, qparams_f16, rows)
+    per part, unused parts zero."""
+    fields = [len(parts), sum(p.shape[0] for p in parts), parts[0].shape[1]]
+    for part in parts:
+        fields += [*part.pointers(), part.shape[0]]
+    return fields + [0] * 5 * (MAX_PARTS - len(parts))
 
 
 class FileWeights:
@@ -104,23 +131,27 @@ class FileWeights:
             form = spec.encoding + (f" in the {spec.layout} layout" if spec.layout else "")
             raise ModelFormatError(
                 f"{self.layout.path}: tensor {name} is stored as {form}; the lean decoder reads the matrices as "
-                "the compiler stores them for the native kernels: int4 in row order (from 4-bit GGUF blocks) and "
-                "int8 (from Q8_0), which `mcp2026 pull` and `mcp2026 compile` of a 4-bit GGUF write with the default "
+                "the compiler stores them for the native kernels: int4 in row order (from 4-bit GGUF blocks), "
+                "int8 (from Q8_0) and Q5_0/Q5_1/Q5_K/Q6_K blocks, which `mcp2026 pull` and `mcp2026 compile` of a 4-bit GGUF write with the default "
                 "precision (auto). Run this file with mcp.runtime.Session (the PyTorch engine), which converts it "
                 "at load")
+        if spec.encoding in BLOCK_KINDS:
+            return Matrix(spec.encoding, self.array(name), None)
         return Matrix(spec.encoding, self.array(name), self.array(name + QPARAMS_SUFFIX))
 
-    def stacked(self, names: list[str]) -> Matrix:
-        """One matrix whose rows are the named matrices' rows in order: views when they lie back
-        to back in the file, else one copy."""
+    def stacked(self, names: list[str]) -> list[Matrix]:
+        """The named matrices' rows in order as one matrix (views when they lie back to back in
+        the file, else one copy), or as parts where their kinds differ."""
         parts = [self.matrix(name) for name in names]
         kinds = {part.kind for part in parts}
         if len(kinds) != 1:
-            raise ModelFormatError(f"{self.layout.path}: {', '.join(names)} mix the kinds {sorted(kinds)}")
+            return parts
+        if parts[0].qparams is None:
+            return [Matrix(kinds.pop(), self._join([p.codes for p in parts]), None)]
         dtypes = {part.qparams.dtype for part in parts}
         qdtype = dtypes.pop() if len(dtypes) == 1 else np.dtype(np.float32)  # f16 values are exact in f32
-        return Matrix(kinds.pop(), self._join([p.codes for p in parts]),
-                      self._join([p.qparams.astype(qdtype, copy=False) for p in parts]))
+        return [Matrix(kinds.pop(), self._join([p.codes for p in parts]),
+                       self._join([p.qparams.astype(qdtype, copy=False) for p in parts]))]
 
     def _join(self, arrays: list[np.ndarray]) -> np.ndarray:
         """``np.concatenate`` along rows; a view of the memory map when the arrays lie back to back in it."""

@@ -24,7 +24,8 @@ from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.linear import LinearGroup, NativeLinear
 from mcp.engine.models.llama import LlamaForCausalLM
 
-_KINDS = {"int4": 0, "int8": 1}
+_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5}
+MAX_PARTS = 3  # a matrix stacked from parts of different kinds (csrc/decode.h, kMaxParts)
 MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
 
 
@@ -37,9 +38,11 @@ class NativeDecodeStep:
             raise ValueError(f"the native decode step cannot run this model: {problem}")
         self.model, self.storage = model, storage  # keep every tensor the tables point into alive
         arch = model.arch
-        self.x_digits = _native(model.layers[0].self_attn.o_proj).x_digits
-        self._layers = torch.tensor([_layer_row(layer, cache) for layer, cache in zip(model.layers, storage.layers)],
-                                    dtype=torch.int64)  # [L, 29]
+        self.x_digits = _parts(model.layers[0].self_attn.o_proj)[0].x_digits
+        self._biases: list[torch.Tensor] = []  # fused biases of stacked q/k/v parts, which the tables point into
+        self._layers = torch.tensor([_layer_row(layer, cache, self._biases)
+                                     for layer, cache in zip(model.layers, storage.layers)],
+                                    dtype=torch.int64)  # [L, 77]
         rotary = model.rotary
         self._dims = torch.tensor([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
                                    arch.intermediate_size, storage.num_blocks, storage.block_size,
@@ -84,36 +87,54 @@ def unsupported(model: LlamaForCausalLM, storage: PagedKVStorage) -> str:
         attn, mlp = layer.self_attn, layer.mlp
         for name, module in (("qkv", attn.qkv_proj), ("o", attn.o_proj), ("gate_up", mlp.gate_up_proj),
                              ("down", mlp.down_proj)):
-            linear = _native(module)
-            if linear is None:
+            parts = _parts(module)
+            if parts is None:
                 return f"layer {index} {name} does not run the native kernels"
-            if linear.bias is not None and name != "qkv":
+            if any(p.bias is not None for p in parts) and name != "qkv":
                 return f"layer {index} {name} has a bias"
-    dots = {_native(m).x_digits for layer in model.layers for m in (layer.self_attn.qkv_proj, layer.mlp.down_proj)}
+    dots = {p.x_digits for layer in model.layers for m in (layer.self_attn.qkv_proj, layer.mlp.down_proj)
+            for p in _parts(m)}
     return "" if len(dots) == 1 else "the layers mix dots of different activation digits"
 
 
-def _native(module: torch.nn.Module) -> NativeLinear | None:
-    """The one native matrix behind a layer or a fused group, else None."""
-    if isinstance(module, LinearGroup):
-        module = module.parts[0] if len(module.parts) == 1 else None
-    return module if isinstance(module, NativeLinear) else None
+def _parts(module: torch.nn.Module) -> list[NativeLinear] | None:
+    """The native matrices behind a layer or a fused group, else None: one where the group's
+    parts fused, up to MAX_PARTS where they differ in kind (LinearGroup keeps those apart)."""
+    parts = list(module.parts) if isinstance(module, LinearGroup) else [module]
+    if not 1 <= len(parts) <= MAX_PARTS or not all(isinstance(p, NativeLinear) for p in parts):
+        return None
+    return parts
 
 
-def _matrix_fields(matrix: QuantMatrix) -> list[int]:
-    n, k = matrix.shape
-    return [_KINDS[matrix.kind], matrix.codes.data_ptr(), matrix.qparams.data_ptr(),
-            int(matrix.qparams.dtype == torch.float16), n, k]
+def _matrix_fields(parts: list[NativeLinear]) -> list[int]:
+    """parts, N, K, then (kind, codes, qparams, qparams_f16, rows) per part, padded to MAX_PARTS."""
+    matrices: list[QuantMatrix] = [p.matrix for p in parts]
+    fields = [len(matrices), sum(m.shape[0] for m in matrices), matrices[0].shape[1]]
+    for m in matrices:
+        qparams = m.qparams
+        fields += [_KINDS[m.kind], m.codes.data_ptr(), 0 if qparams is None else qparams.data_ptr(),
+                   int(qparams is not None and qparams.dtype == torch.float16), m.shape[0]]
+    return fields + [0] * 5 * (MAX_PARTS - len(matrices))
 
 
-def _layer_row(layer: torch.nn.Module, cache) -> list[int]:
+def _bias(parts: list[NativeLinear], keep: list[torch.Tensor]) -> int:
+    """The q/k/v bias pointer (0: none); stacked parts' biases joined into a tensor kept in ``keep``."""
+    if all(p.bias is None for p in parts):
+        return 0
+    if len(parts) == 1:
+        return _fp32(parts[0].bias).data_ptr()
+    joined = torch.cat([_fp32(p.bias) if p.bias is not None else torch.zeros(p.out_features) for p in parts])
+    keep.append(joined)
+    return joined.data_ptr()
+
+
+def _layer_row(layer: torch.nn.Module, cache, keep: list[torch.Tensor]) -> list[int]:
     """The decode step's table row for one layer (csrc/module.cpp, read_layer)."""
     attn, mlp = layer.self_attn, layer.mlp
-    qkv = _native(attn.qkv_proj)
-    bias = 0 if qkv.bias is None else _fp32(qkv.bias).data_ptr()
-    return [_fp32(layer.input_layernorm.weight).data_ptr(), *_matrix_fields(qkv.matrix), bias,
-            *_matrix_fields(_native(attn.o_proj).matrix), _fp32(layer.post_attention_layernorm.weight).data_ptr(),
-            *_matrix_fields(_native(mlp.gate_up_proj).matrix), *_matrix_fields(_native(mlp.down_proj).matrix),
+    qkv = _parts(attn.qkv_proj)
+    return [_fp32(layer.input_layernorm.weight).data_ptr(), *_matrix_fields(qkv), _bias(qkv, keep),
+            *_matrix_fields(_parts(attn.o_proj)), _fp32(layer.post_attention_layernorm.weight).data_ptr(),
+            *_matrix_fields(_parts(mlp.gate_up_proj)), *_matrix_fields(_parts(mlp.down_proj)),
             cache.keys.data_ptr(), cache.values.data_ptr()]
 
 

@@ -10,6 +10,8 @@ Block layouts (ggml ``ggml-common.h``; "nibbles" pack element j low and j+16 hig
 within each 32-weight group):
   q4_0  fp16 d | 16 B nibbles                                  d * (q - 8)
   q4_1  fp16 d | fp16 m | 16 B nibbles                         d * q + m
+  q5_0  fp16 d | u32 qh (bit i: element i's fifth bit) | 16 B nibbles   d * (q - 16)
+  q5_1  fp16 d | fp16 m | u32 qh | 16 B nibbles                  d * q + m
   q8_0  fp16 d | 32 x int8                                     d * q
   q4_k  fp16 d | fp16 dmin | 12 B 6-bit scales+mins | 128 B nibbles        (d*sc) * q - dmin*m
   q5_k  fp16 d | fp16 dmin | 12 B scales+mins | 32 B high bits | 128 B nibbles
@@ -137,6 +139,25 @@ def _q4_1(b: torch.Tensor) -> torch.Tensor:  # b: [r, n, 20]
     return d * q + m
 
 
+def _q5_codes(qh: torch.Tensor, qs: torch.Tensor) -> torch.Tensor:
+    """4 bytes of fifth bits ``[r, n, 4]`` and 16 of nibbles -> codes 0..31 uint8 ``[r, n, 32]``."""
+    high = _unpack_bits(qh.unsqueeze(-2), tuple(range(8)), 0x01)  # [r, n, 8, 4]: bit s of byte b
+    high = high.transpose(-1, -2).flatten(-2)  # element 8 * b + s
+    low = _unpack_bits(qs.unsqueeze(-2), _NIBBLE_SHIFTS, 0x0F).flatten(-2)  # [r, n, 32]
+    return low | (high << 4)
+
+
+def _q5_0(b: torch.Tensor) -> torch.Tensor:  # b: [r, n, 22]
+    d = _fp16(b[..., :2])  # [r, n, 1]
+    q = (_q5_codes(b[..., 2:6], b[..., 6:]).to(torch.int8) - 16).float()
+    return d * q
+
+
+def _q5_1(b: torch.Tensor) -> torch.Tensor:  # b: [r, n, 24]
+    d, m = _fp16(b[..., :2]), _fp16(b[..., 2:4])  # [r, n, 1]
+    return d * _q5_codes(b[..., 4:8], b[..., 8:]).float() + m
+
+
 def _q8_0(b: torch.Tensor) -> torch.Tensor:  # b: [r, n, 34]
     d = _fp16(b[..., :2])  # [r, n, 1]
     q = b[..., 2:].contiguous().view(torch.int8).float()  # [r, n, 32]
@@ -189,6 +210,8 @@ def _q6_k(b: torch.Tensor) -> torch.Tensor:  # b: [r, n, 210]
 _DECODERS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "q4_0": _q4_0,
     "q4_1": _q4_1,
+    "q5_0": _q5_0,
+    "q5_1": _q5_1,
     "q8_0": _q8_0,
     "q4_k": _q4_k,
     "q5_k": _q5_k,

@@ -135,13 +135,37 @@ struct Team {
   }
 };
 
+// Rows [n0, n1) of a stacked matrix: each part's rows through its own kernel, into its
+// columns of out (prepared: matmul()'s arguments for the whole matrix, x prepared once).
+void matrix_rows(const MatmulArgs& prepared, const MatrixRef& w, int64_t n0, int64_t n1) {
+  int64_t first = 0;
+  for (int64_t p = 0; p < w.parts; ++p) {
+    const MatrixPart& part = w.part[p];
+    const int64_t lo = std::max(n0, first), hi = std::min(n1, first + part.rows);
+    if (lo < hi) {
+      MatmulArgs a = prepared;
+      a.kind = part.kind;
+      a.codes = part.codes;
+      a.qparams = part.qparams;
+      a.qparams_f16 = part.qparams_f16;
+      a.N = part.rows;
+      a.out = static_cast<float*>(prepared.out) + first;
+      a.out_stride = prepared.N;
+      matmul_rows(a, lo - first, hi - first);
+    }
+    first += part.rows;
+  }
+}
+
 // This thread's chunks of W's rows (kernels.h, row_chunks: one contiguous run per thread):
 // out[m, n] = x[m] . W[n] for every row m and each n of the chunk, then fn(n0, n1) on it.
 template <class Fn>
 void project(const Team& team, const MatrixRef& w, const float* x, int64_t M, float* out, int x_digits,
              int64_t rows_shared, const Fn& fn) {
+  const MatrixPart& first = w.part[0];
   const MatmulArgs args = prepare_matmul(
-      MatmulArgs{w.kind, x, M, w.K, w.N, nullptr, w.codes, w.qparams, w.qparams_f16, out, false, x_digits});
+      MatmulArgs{first.kind, x, M, w.K, w.N, nullptr, first.codes, first.qparams, first.qparams_f16, out, false,
+                 x_digits});
   const int64_t chunks = row_chunks(rows_shared, team.size);
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     if (!team.mine(chunk)) continue;
@@ -160,7 +184,7 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
   rms_norm(rows.x, layer.input_norm, M, H, d.eps, normed.data());
   project(team, layer.qkv, normed.data(), M, s.qkv.data(), x_digits, width,
           [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
-            matmul_rows(a, n0, n1);
+            matrix_rows(a, layer.qkv, n0, n1);
             if (layer.qkv_bias != nullptr)
               for (int64_t m = 0; m < M; ++m)
                 for (int64_t n = n0; n < n1; ++n) s.qkv[m * width + n] += layer.qkv_bias[n];
@@ -185,19 +209,20 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
     team.barrier();
   }
   // o and down: columns [n0, n1) of the projection, added to the residual stream x there
-  const auto add_to_x = [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
-    matmul_rows(a, n0, n1);
+  const auto add_to_x = [&](const MatrixRef& w, const MatmulArgs& a, int64_t n0, int64_t n1) {
+    matrix_rows(a, w, n0, n1);
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
   };
-  project(team, layer.o, s.attn.data(), M, s.proj.data(), x_digits, H, add_to_x);
+  project(team, layer.o, s.attn.data(), M, s.proj.data(), x_digits, H,
+          [&](const MatmulArgs& a, int64_t n0, int64_t n1) { add_to_x(layer.o, a, n0, n1); });
   team.barrier();
   rms_norm(rows.x, layer.post_norm, M, H, d.eps, normed.data());
   // gate rows [i0, i1) and their up rows [I + i0, I + i1) in one thread, SwiGLU on them there
   project(team, layer.gate_up, normed.data(), M, s.gate_up.data(), x_digits, I,
           [&](const MatmulArgs& a, int64_t i0, int64_t i1) {
-            matmul_rows(a, i0, i1);
-            matmul_rows(a, I + i0, I + i1);
+            matrix_rows(a, layer.gate_up, i0, i1);
+            matrix_rows(a, layer.gate_up, I + i0, I + i1);
             for (int64_t m = 0; m < M; ++m) {
               const float* gate = s.gate_up.data() + m * 2 * I;
               for (int64_t i = i0; i < i1; ++i)
@@ -205,7 +230,8 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
             }
           });
   team.barrier();
-  project(team, layer.down, s.act.data(), M, s.proj.data(), x_digits, H, add_to_x);
+  project(team, layer.down, s.act.data(), M, s.proj.data(), x_digits, H,
+          [&](const MatmulArgs& a, int64_t n0, int64_t n1) { add_to_x(layer.down, a, n0, n1); });
   team.barrier();  // the next layer's norm reads every column of x
 }
 
@@ -218,10 +244,28 @@ void run_layers(const Team& team, const ModelDims& d, const LayerRef* layers, in
   }
 }
 
+// Whole blocks of K for each part's kind (GGUF's K-quants: 256 weights, the others 32).
+int64_t block_weights(WeightKind kind) {
+  return kind == WeightKind::kQ5K || kind == WeightKind::kQ6K ? 256 : kGroup;
+}
+
 std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, int64_t N, int64_t K) {
-  if (w.N == N && w.K == K && w.codes != nullptr && w.qparams != nullptr) return "";
-  return "layer " + std::to_string(layer) + " " + name + " is [" + std::to_string(w.N) + ", " +
-         std::to_string(w.K) + "], the model needs [" + std::to_string(N) + ", " + std::to_string(K) + "]";
+  const std::string where = "layer " + std::to_string(layer) + " " + name;
+  if (w.parts < 1 || w.parts > kMaxParts) return where + ": 1 to 3 parts, got " + std::to_string(w.parts);
+  int64_t rows = 0;
+  for (int64_t p = 0; p < w.parts; ++p) {
+    const MatrixPart& part = w.part[p];
+    if (static_cast<int>(part.kind) < 0 || static_cast<int>(part.kind) > static_cast<int>(WeightKind::kQ6K))
+      return where + ": unknown weight kind " + std::to_string(static_cast<int>(part.kind));
+    if (part.codes == nullptr || (!is_block_kind(part.kind) && part.qparams == nullptr) || part.rows < 1 ||
+        K % block_weights(part.kind) != 0)
+      return where + " part " + std::to_string(p) + " lacks its codes or parameters, or K = " + std::to_string(K) +
+             " is not whole blocks of its kind";
+    rows += part.rows;
+  }
+  if (w.N == N && w.K == K && rows == N) return "";
+  return where + " is [" + std::to_string(w.N) + " (parts: " + std::to_string(rows) + "), " + std::to_string(w.K) +
+         "], the model needs [" + std::to_string(N) + ", " + std::to_string(K) + "]";
 }
 
 std::string check_rows(const ModelDims& d, const StepRows& rows) {

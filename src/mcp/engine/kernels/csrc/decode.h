@@ -8,12 +8,20 @@
 
 namespace mcp_kernels {
 
-struct MatrixRef {  // a QuantMatrix [N, K], as MatmulArgs reads it
+struct MatrixPart {  // a QuantMatrix [rows, K], as MatmulArgs reads it
   WeightKind kind;
   const void* codes;
-  const void* qparams;
+  const void* qparams;  // null for GGUF block kinds
   bool qparams_f16;
-  int64_t N, K;
+  int64_t rows;
+};
+
+// A matrix [N, K] as 1 to kMaxParts parts stacked by rows: q/k/v or gate/up whose source
+// tensors differ in kind (a Q4_K_M file's Q4_K q/k with a Q6_K v) run each part's kernel.
+constexpr int kMaxParts = 3;
+struct MatrixRef {
+  int64_t parts, N, K;
+  MatrixPart part[kMaxParts];
 };
 
 struct LayerRef {

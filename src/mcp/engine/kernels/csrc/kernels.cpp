@@ -122,6 +122,25 @@ struct Isa {
     q[0] = _mm512_permutexvar_ps(bytes, values);
     q[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), values);
   }
+  // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc): the byte ops are AVX2's
+  using BV = __m256i;
+  static BV b_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static BV b_nibbles(const uint8_t* p) {  // 16 bytes: their low nibbles, then their high ones
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0f));
+  }
+  static BV b_fifth_bits(uint32_t word) {  // byte i = 16 where bit i of word is set
+    return _mm256_and_si256(_mm256_movm_epi8(word), _mm256_set1_epi8(0x10));
+  }
+  static BV b_srl(BV v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }  // mask after
+  static BV b_shl(BV v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
+  static BV b_and(BV v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(mask))); }
+  static BV b_or(BV a, BV b) { return _mm256_or_si256(a, b); }
+  static BV b_sub(BV v, int n) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(n))); }
+  static void b_floats(BV v, V* q) {  // 32 signed bytes to floats
+    q[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(v)));
+    q[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(v, 1)));
+  }
   static void int8_codes(const int8_t* p, V* q) {
     for (int i = 0; i < 2; ++i) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i));
@@ -130,6 +149,7 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+#include "blocks.inc"
 #include "vec.inc"
 }  // namespace avx512
 #pragma GCC pop_options
@@ -203,6 +223,31 @@ struct Isa {
     }
   }
   static void int4_codes_lookup(const uint8_t* p, V* q) { int4_codes(p, q); }  // no 16-entry permute here
+  using BV = __m256i;  // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc)
+  static BV b_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static BV b_nibbles(const uint8_t* p) {  // 16 bytes: their low nibbles, then their high ones
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0f));
+  }
+  static BV b_fifth_bits(uint32_t word) {  // byte i = 16 where bit i of word is set
+    const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(word)),
+                                              _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                                               2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+    return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
+  }
+  static BV b_srl(BV v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }  // mask after
+  static BV b_shl(BV v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
+  static BV b_and(BV v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(mask))); }
+  static BV b_or(BV a, BV b) { return _mm256_or_si256(a, b); }
+  static BV b_sub(BV v, int n) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(n))); }
+  static void b_floats(BV v, V* q) {  // 32 signed bytes to floats
+    const __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
+    q[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
+    q[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(low, 8)));
+    q[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(high));
+    q[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(high, 8)));
+  }
   static void int8_codes(const int8_t* p, V* q) {
     for (int i = 0; i < 4; ++i) {
       const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * i));
@@ -211,6 +256,7 @@ struct Isa {
   }
 };
 #include "tiles.inc"
+#include "blocks.inc"
 // AVX2 integer dots: 32 unsigned/signed bytes times 32 signed bytes, pairs summed to int16
 // by maddubs (at most 2 * 128 * 127 = 32512: no saturation), then to int32 by madd.
 struct IntOps {
@@ -306,8 +352,38 @@ struct Isa {
   static void int8_codes(const int8_t* p, V* q) {
     for (int j = 0; j < kGroup; ++j) q[j] = static_cast<float>(p[j]);
   }
+  struct BV {  // 32 bytes (blocks.inc)
+    uint8_t b[kGroup];
+  };
+  template <class Fn>
+  static BV b_map(BV v, Fn fn) {
+    for (int i = 0; i < kGroup; ++i) v.b[i] = static_cast<uint8_t>(fn(v.b[i], i));
+    return v;
+  }
+  static BV b_load(const uint8_t* p) {
+    BV v;
+    std::memcpy(v.b, p, kGroup);
+    return v;
+  }
+  static BV b_nibbles(const uint8_t* p) {
+    BV v;
+    for (int i = 0; i < kGroup / 2; ++i) v.b[i] = p[i] & 0x0f, v.b[i + kGroup / 2] = p[i] >> 4;
+    return v;
+  }
+  static BV b_fifth_bits(uint32_t word) {
+    return b_map(BV{}, [word](uint8_t, int i) { return ((word >> i) & 1u) << 4; });
+  }
+  static BV b_srl(BV v, int n) { return b_map(v, [n](uint8_t b, int) { return b >> n; }); }
+  static BV b_shl(BV v, int n) { return b_map(v, [n](uint8_t b, int) { return b << n; }); }
+  static BV b_and(BV v, int mask) { return b_map(v, [mask](uint8_t b, int) { return b & mask; }); }
+  static BV b_or(BV a, BV c) { return b_map(a, [&c](uint8_t b, int i) { return b | c.b[i]; }); }
+  static BV b_sub(BV v, int n) { return b_map(v, [n](uint8_t b, int) { return b - n; }); }
+  static void b_floats(BV v, V* q) {
+    for (int i = 0; i < kGroup; ++i) q[i] = static_cast<float>(static_cast<int8_t>(v.b[i]));
+  }
 };
 #include "tiles.inc"
+#include "blocks.inc"
 struct IntOps {
   struct Bytes {
     int8_t v[kGroup];
@@ -547,6 +623,16 @@ MatmulArgs prepare_matmul(const MatmulArgs& input) {
 }
 
 void matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1) {
+  if (is_block_kind(args.kind)) {  // GGUF blocks: exact products, whatever x_digits asks
+    switch (current_isa()) {
+#if defined(__x86_64__)
+      case Isa::kAvx512: avx512::block_matmul(args, n0, n1); break;
+      case Isa::kAvx2: avx2::block_matmul(args, n0, n1); break;
+#endif
+      default: scalar::block_matmul(args, n0, n1);
+    }
+    return;
+  }
   if (args.x_digits > 0) {
     switch (current_isa()) {
 #if defined(__x86_64__)
@@ -578,13 +664,14 @@ void matmul(const MatmulArgs& input, int num_threads) {
 
 void dequantize(const DequantArgs& args, int num_threads) {
   const Isa isa = current_isa();
+  const bool blocks = is_block_kind(args.kind);
   parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) {
     switch (isa) {
 #if defined(__x86_64__)
-      case Isa::kAvx512: avx512::dequantize(args, n0, n1); break;
-      case Isa::kAvx2: avx2::dequantize(args, n0, n1); break;
+      case Isa::kAvx512: blocks ? avx512::block_dequantize(args, n0, n1) : avx512::dequantize(args, n0, n1); break;
+      case Isa::kAvx2: blocks ? avx2::block_dequantize(args, n0, n1) : avx2::dequantize(args, n0, n1); break;
 #endif
-      default: scalar::dequantize(args, n0, n1);
+      default: blocks ? scalar::block_dequantize(args, n0, n1) : scalar::dequantize(args, n0, n1);
     }
   });
 }

@@ -11,7 +11,12 @@ namespace mcp_kernels {
 
 constexpr int kGroup = 32;  // weights per quantization group along K
 
-enum class WeightKind : int { kInt4 = 0, kInt8 = 1 };
+// kInt4/kInt8: codes and group parameters apart (see MatmulArgs); the others are GGUF's own
+// blocks read as stored, codes = uint8 [N, K / block weights * block bytes] and no qparams:
+// Q5_0, Q5_1 (32 weights a block), Q5_K, Q6_K (256) (blocks.inc).
+enum class WeightKind : int { kInt4 = 0, kInt8 = 1, kQ5_0 = 2, kQ5_1 = 3, kQ5K = 4, kQ6K = 5 };
+
+inline bool is_block_kind(WeightKind kind) { return static_cast<int>(kind) >= static_cast<int>(WeightKind::kQ5_0); }
 
 // out[M, N] = x[M, K] @ W[N, K]^T, W quantized (int4 codes + (scale, offset) per group, or
 // int8 codes + scale per group; the group parameters in fp32 or fp16). x is fp32; out is
@@ -33,6 +38,9 @@ struct MatmulArgs {
   int x_digits = 0;
   const int8_t* xq = nullptr;
   const float* x_scales = nullptr;
+  // Output row stride (0: N): one part of a matrix stacked from parts of different kinds
+  // writes its columns into the whole matrix's rows (decode.cpp, matrix_rows).
+  int64_t out_stride = 0;
 };
 
 // out[N, K] = the fp32 values of W, written as fp32 or bf16.
@@ -102,10 +110,11 @@ inline float from_bf16(uint16_t value) {
 }
 
 inline void store(const MatmulArgs& a, int64_t m, int64_t n, float value) {
+  const int64_t at = m * (a.out_stride != 0 ? a.out_stride : a.N) + n;
   if (a.out_bf16) {
-    static_cast<uint16_t*>(a.out)[m * a.N + n] = to_bf16(value);
+    static_cast<uint16_t*>(a.out)[at] = to_bf16(value);
   } else {
-    static_cast<float*>(a.out)[m * a.N + n] = value;
+    static_cast<float*>(a.out)[at] = value;
   }
 }
 

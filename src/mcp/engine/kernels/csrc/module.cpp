@@ -90,20 +90,28 @@ PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-constexpr int kLayerFields = 29;  // one row of the layer table (see read_layer)
+constexpr int kMatrixFields = 3 + 5 * mcp_kernels::kMaxParts;  // see read_matrix
+constexpr int kLayerFields = 5 + 4 * kMatrixFields;  // one row of the layer table (see read_layer)
 constexpr int kDimFields = 12;  // the dims vector (see read_dims)
 
-mcp_kernels::MatrixRef read_matrix(const long long* f) {  // kind, codes, qparams, qparams_f16, N, K
-  return {static_cast<WeightKind>(f[0]), reinterpret_cast<const void*>(f[1]), reinterpret_cast<const void*>(f[2]),
-          f[3] != 0, f[4], f[5]};
+// parts, N, K, then per part (kMaxParts, unused ones 0): kind, codes, qparams, qparams_f16, rows
+mcp_kernels::MatrixRef read_matrix(const long long* f) {
+  mcp_kernels::MatrixRef matrix{f[0], f[1], f[2], {}};
+  for (int p = 0; p < mcp_kernels::kMaxParts; ++p) {
+    const long long* g = f + 3 + 5 * p;
+    matrix.part[p] = {static_cast<WeightKind>(g[0]), reinterpret_cast<const void*>(g[1]),
+                      reinterpret_cast<const void*>(g[2]), g[3] != 0, g[4]};
+  }
+  return matrix;
 }
 
-// A row of the int64 layer table: input_norm, qkv (6 fields), qkv_bias, o (6), post_norm,
-// gate_up (6), down (6), keys, values; pointers as integers, 0 for none.
+// A row of the int64 layer table: input_norm, qkv (kMatrixFields), qkv_bias, o, post_norm,
+// gate_up, down, keys, values; pointers as integers, 0 for none.
 mcp_kernels::LayerRef read_layer(const long long* f) {
-  return {reinterpret_cast<const float*>(f[0]), read_matrix(f + 1), reinterpret_cast<const float*>(f[7]),
-          read_matrix(f + 8), reinterpret_cast<const float*>(f[14]), read_matrix(f + 15), read_matrix(f + 21),
-          reinterpret_cast<void*>(f[27]), reinterpret_cast<void*>(f[28])};
+  constexpr int M = kMatrixFields;
+  return {reinterpret_cast<const float*>(f[0]), read_matrix(f + 1), reinterpret_cast<const float*>(f[1 + M]),
+          read_matrix(f + 2 + M), reinterpret_cast<const float*>(f[2 + 2 * M]), read_matrix(f + 3 + 2 * M),
+          read_matrix(f + 3 + 3 * M), reinterpret_cast<void*>(f[3 + 4 * M]), reinterpret_cast<void*>(f[4 + 4 * M])};
 }
 
 // dims: hidden, heads, kv_heads, head_dim, intermediate, num_blocks, block_size, max_positions,
