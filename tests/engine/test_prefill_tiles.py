@@ -16,12 +16,19 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from mcp.engine import kernels
 from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.layers import linear
 from mcp.engine.layers.linear import Int4Linear, Int8Linear, NativeLinear, PackedLinear, prefill_tile_rows
 from mcp.engine.quant import int4pack, int8
 from mcp.modelfile.reader import open_model
 
-K = 2048  # fp32 tiles of 128 rows, bf16 ones of 256
+K = 2048  # with 1 MB tiles: fp32 tiles of 128 rows, bf16 ones of 256
 N = 704  # several whole tiles and a short last one in either dtype
+
+
+@pytest.fixture(autouse=True)
+def small_tiles(monkeypatch):
+    """1 MB tiles, so that matrices of a test's size span several (the default is larger)."""
+    monkeypatch.setattr(linear, "PREFILL_TILE_BYTES", 1 << 20)
 
 
 def _codes_and_params(n: int, k: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
