@@ -6,11 +6,13 @@ and knows nothing of the SDK or of serving above it.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
 
 from mcp.engine.generator import Generator
+from mcp.engine.layers.linear import PackedLinear
 from mcp.engine.models import model_class
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
@@ -49,6 +51,14 @@ def resolve_device(spec: str) -> torch.device:
     return device
 
 
+@dataclass(frozen=True)
+class WeightMemory:
+    """What the loaded weights occupy, so that a dense cache is never a hidden cost."""
+
+    weight_bytes: int  # every distinct parameter and buffer of the model (file-mapped ones included)
+    prefill_cache_bytes: int  # of which dense copies kept for prefill (cache_prefill_weights; else 0)
+
+
 class NativeEngine:
     """A model loaded for inference by the PyTorch engine."""
 
@@ -83,6 +93,14 @@ class NativeEngine:
     @property
     def precision(self) -> str:
         return self.plan.summary()
+
+    def weight_memory(self) -> WeightMemory:
+        """The model's weight bytes, each tensor once (a tied head and embedding share one)."""
+        tensors = {(t.data_ptr(), t.nbytes): t.nbytes for t in itertools.chain(self.model.parameters(),
+                                                                              self.model.buffers())}
+        cache = sum(m.prefill_cache.nbytes for m in self.model.modules()
+                    if isinstance(m, PackedLinear) and m.prefill_cache is not None)
+        return WeightMemory(sum(tensors.values()), cache)
 
 
 def _max_context(model_context: int, cap: int | None) -> int:

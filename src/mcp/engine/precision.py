@@ -140,6 +140,7 @@ class ResolvedPlan:
     decode_max_rows: int = DECODE_MAX_ROWS  # calls of more rows run the prefill kernel
     decode_dots: str = "exact"  # native decode kernels: "exact", "int8" or "int8x2" (DECODE_DOTS)
     decode_step: str = "torch"  # "native": a decode step is one C++ call (models/llama_step.py)
+    prefill_cache: bool = False  # packed matrices keep dense copies for prefill (cache_prefill_weights)
 
     @property
     def compute_precision(self) -> str:
@@ -156,6 +157,8 @@ class ResolvedPlan:
     def describe(self) -> list[str]:
         lines = [f"hardware     {self.hardware}", f"activations  {self.activations}",
                  f"prefill      calls of more than {self.decode_max_rows} rows",
+                 "prefill on   " + ("cached dense copies of the packed weights" if self.prefill_cache else
+                                    "tiles of the packed weights dequantized in turn (no dense copy)"),
                  f"decode       {self.decode_dots} dots, {self.decode_step} step"]
         groups = Counter((plan.decode, plan.prefill) for plan in self.by_tensor.values())
         for (decode, prefill), n in groups.most_common():
@@ -192,7 +195,8 @@ def resolve(
     dots = "exact" if decode_dots == "auto" else decode_dots
     step = "native" if native_step and all_native and activations == "fp32" else "torch"
     return ResolvedPlan(plan, activations, hardware.describe(), _decode_max_rows(plan, hardware, cache_prefill_weights),
-                        dots if any(p.decode in NATIVE_KERNELS for p in plan.values()) else "exact", step)
+                        dots if any(p.decode in NATIVE_KERNELS for p in plan.values()) else "exact", step,
+                        cache_prefill_weights)
 
 
 def _decode_max_rows(plan: dict[str, TensorPlan], hardware: Hardware, cache_prefill_weights: bool) -> int:

@@ -166,9 +166,26 @@ class QuantMatrix:
             raise ValueError(f"dequantize gives float32 or bfloat16, not {dtype}")
         n, k = self.shape
         out = torch.empty(n, k, dtype=dtype)
+        self.dequantize_rows(0, n, out)
+        return out
+
+    def dequantize_rows(self, start: int, stop: int, out: torch.Tensor) -> torch.Tensor:
+        """Rows [start, stop) of ``dequantize(out.dtype)`` written into ``out`` [stop - start, K]
+        (contiguous fp32 or bf16): a tiled prefill GEMM reuses one small buffer this way
+        instead of holding the whole matrix dense."""
+        n, k = self.shape
+        if not 0 <= start <= stop <= n:
+            raise ValueError(f"rows [{start}, {stop}) are outside the matrix's {n} rows")
+        if out.dtype not in _OUT_DTYPES or tuple(out.shape) != (stop - start, k) or not out.is_contiguous() \
+                or not out.is_cpu:
+            raise ValueError(f"out must be a contiguous CPU float32/bfloat16 tensor [{stop - start}, {k}], "
+                             f"got {out.dtype} {list(out.shape)}")
         codes, qparams, qparams_f16 = self._call_args
-        _cpu.dequantize(_KINDS[self.kind], codes, qparams, qparams_f16, n, k, out.data_ptr(), dtype == torch.bfloat16,
-                        torch.get_num_threads())
+        codes += start * self.codes.stride(0) * self.codes.element_size()
+        if self.qparams is not None:  # the block kinds carry their scales inside the codes
+            qparams += start * self.qparams.stride(0) * self.qparams.element_size()
+        _cpu.dequantize(_KINDS[self.kind], codes, qparams, qparams_f16, stop - start, k,
+                        out.data_ptr(), out.dtype == torch.bfloat16, torch.get_num_threads())
         return out
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:

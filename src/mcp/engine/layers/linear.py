@@ -3,7 +3,8 @@
 Each layer owns its weights; the loader hands it tensors in the form the precision plan
 chose. ``Linear`` is a dense GEMM; ``NativeLinear`` runs the native kernels
 (``mcp.engine.kernels``: grouped int4 or int8, exact weights, fp32 sums) for few rows
-(decode) and a dense GEMM on the dequantized weight for many rows (prefill); ``Int4Linear``
+(decode) and a dense GEMM over tiles of the weight dequantized in turn for many rows
+(prefill, no dense copy held unless cached); ``Int4Linear``
 and ``Int8Linear`` do the same with PyTorch's packed int4 and weight-only int8 kernels.
 ``LinearGroup`` is several projections of the same input (q/k/v, gate/up) returning one
 concatenated output: packed members are fused into one matrix at load, so a step makes one
@@ -20,8 +21,17 @@ import torch.nn.functional as F
 
 from mcp.engine.kernels import QuantMatrix, join_rows
 from mcp.engine.quant import int4pack, int8
+from mcp.engine.quant.int4pack import ROW_ALIGN
 
 _NATIVE_DTYPES = (torch.float32, torch.bfloat16)
+# Dequantized weight per prefill tile: small against a matrix (a 1B model's gate/up is 64 MB in
+# bf16), large enough that each GEMM call keeps the whole GEMM's speed. Narrow tiles lose (each
+# call packs its operands anew, we suppose): on AMD Zen 4 (AVX512-BF16, 2 threads) a 512 x 2048 x 16384
+# bf16 GEMM ran 5x slower in 1 MB tiles (256 rows), 1.7x in 4 MB ones and as fast as one call in
+# 16 MB ones;
+# with 8 MB tiles a 512-token prefill of a 1B-shaped model ran within the noise of the whole-matrix
+# path (18-22 tok/s both, 2026-12-07, a shared machine).
+PREFILL_TILE_BYTES = 8 << 20
 
 
 class Linear(torch.nn.Module):
@@ -38,8 +48,10 @@ class Linear(torch.nn.Module):
 
 class PackedLinear(torch.nn.Module, abc.ABC):
     """A weight-only quantized layer: its packed kernel for up to ``decode_max_rows`` rows,
-    a dense ``prefill_dtype`` GEMM on the dequantized weight above (dequantized per call
-    unless ``cache_dense``)."""
+    a ``prefill_dtype`` GEMM above. The prefill GEMM reads the packed weight: tiles of
+    ``prefill_tile_rows`` rows are dequantized in turn into one small buffer and multiplied
+    there, so no dense copy of the matrix exists (a whole-model one more than doubled peak
+    memory); ``cache_dense`` keeps one instead (opt-in, counted in ``prefill_cache``)."""
 
     def __init__(self, out_features: int, in_features: int, bias: torch.Tensor | None,
                  prefill_dtype: torch.dtype, decode_max_rows: int) -> None:
@@ -48,32 +60,65 @@ class PackedLinear(torch.nn.Module, abc.ABC):
         self.bias = None if bias is None else torch.nn.Parameter(bias, requires_grad=False)
         self.prefill_dtype = prefill_dtype
         self.decode_max_rows = decode_max_rows
-        self._dense: torch.Tensor | None = None
+        # a buffer, so that buffers() and memory accounting (weight_bytes) count the copy
+        self.register_buffer("prefill_cache", None, persistent=False)
 
     @abc.abstractmethod
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
         """x [M, K] -> [M, N] on the packed weight (in the kernel's output dtype)."""
 
     @abc.abstractmethod
+    def dense_rows(self, start: int, stop: int, out: torch.Tensor) -> None:
+        """Rows [start, stop) of the weight in ``prefill_dtype``, as the packed kernel sees
+        them, written into ``out`` [stop - start, K]; start and stop are multiples of
+        ``ROW_ALIGN`` (or stop is N)."""
+
     def dense_weight(self) -> torch.Tensor:
-        """The weight [N, K] in ``prefill_dtype``, as the packed kernel sees it."""
+        """The whole weight [N, K] in ``prefill_dtype`` (a new tensor)."""
+        out = torch.empty(self.out_features, self.in_features, dtype=self.prefill_dtype)
+        self.dense_rows(0, self.out_features, out)
+        return out
 
     def cache_dense(self) -> None:
-        self._dense = self.dense_weight()
+        self.prefill_cache = self.dense_weight()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.numel() // self.in_features
+        x2d = x.reshape(rows, self.in_features)
         if rows > self.decode_max_rows:
-            weight = self._dense if self._dense is not None else self.dense_weight()
-            out = _dense(x.to(self.prefill_dtype), weight, None)
+            out = self.prefill_mm(x2d.to(self.prefill_dtype))
         else:
-            out = self.packed_mm(x.reshape(rows, self.in_features)).view(*x.shape[:-1], self.out_features)
-        out = out.to(x.dtype)
+            out = self.packed_mm(x2d)
+        out = out.view(*x.shape[:-1], self.out_features).to(x.dtype)
         return out if self.bias is None else out + self.bias.to(x.dtype)
+
+    def prefill_mm(self, x: torch.Tensor) -> torch.Tensor:
+        """x [M, K] in ``prefill_dtype`` -> x @ W.T [M, N]: on the cached dense weight when
+        there is one, else tile by tile, each tile's GEMM writing its columns of the output."""
+        if self.prefill_cache is not None:
+            return F.linear(x, self.prefill_cache)
+        n, k = self.out_features, self.in_features
+        out = torch.empty(x.shape[0], n, dtype=x.dtype)
+        tile = prefill_tile_rows(k, x.dtype)
+        buffer = torch.empty(min(tile, n), k, dtype=x.dtype)
+        for start in range(0, n, tile):
+            stop = min(n, start + tile)
+            weight = buffer[:stop - start]
+            self.dense_rows(start, stop, weight)
+            torch.mm(x, weight.t(), out=out[:, start:stop])
+        return out
 
     def _fused_options(self, parts: Sequence[PackedLinear]) -> dict:
         return {"bias": _fused_bias(parts), "prefill_dtype": self.prefill_dtype,
-                "cache_dense": any(p._dense is not None for p in parts), "decode_max_rows": self.decode_max_rows}
+                "cache_dense": any(p.prefill_cache is not None for p in parts),
+                "decode_max_rows": self.decode_max_rows}
+
+
+def prefill_tile_rows(in_features: int, dtype: torch.dtype) -> int:
+    """Weight rows per prefill tile: about ``PREFILL_TILE_BYTES`` of dequantized weight, in
+    whole ``ROW_ALIGN`` blocks (what every packed layout can slice)."""
+    rows = PREFILL_TILE_BYTES // (in_features * dtype.itemsize)
+    return max(ROW_ALIGN, rows // ROW_ALIGN * ROW_ALIGN)
 
 
 class NativeLinear(PackedLinear):
@@ -102,10 +147,11 @@ class NativeLinear(PackedLinear):
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
         return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), x_digits=self.x_digits)
 
-    def dense_weight(self) -> torch.Tensor:
-        if self.prefill_dtype in _NATIVE_DTYPES:
-            return self.matrix.dequantize(self.prefill_dtype)
-        return self.matrix.dequantize().to(self.prefill_dtype)
+    def dense_rows(self, start: int, stop: int, out: torch.Tensor) -> None:
+        if out.dtype in _NATIVE_DTYPES:
+            self.matrix.dequantize_rows(start, stop, out)
+        else:
+            out.copy_(self.matrix.dequantize_rows(start, stop, torch.empty(stop - start, self.in_features)))
 
 
 class Int4Linear(PackedLinear):
@@ -139,9 +185,9 @@ class Int4Linear(PackedLinear):
         return torch._weight_int4pack_mm_for_cpu(x.to(torch.bfloat16), self.packed, int4pack.GROUP_SIZE,
                                                  self.scale_and_zero)
 
-    def dense_weight(self) -> torch.Tensor:
-        values = int4pack.dequantize_kernel_form(self.packed, self._layout, self.scale_and_zero)
-        return values.to(self.prefill_dtype)
+    def dense_rows(self, start: int, stop: int, out: torch.Tensor) -> None:  # layout blocks: ROW_ALIGN rows
+        out.copy_(int4pack.dequantize_kernel_form(self.packed[start:stop], self._layout,
+                                                  self.scale_and_zero[:, start:stop]))
 
 
 class Int8Linear(PackedLinear):
@@ -170,8 +216,8 @@ class Int8Linear(PackedLinear):
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
         return torch._weight_int8pack_mm(x.to(torch.bfloat16), self.codes, self.scales)
 
-    def dense_weight(self) -> torch.Tensor:
-        return int8.dequantize(self.codes, self.scales, self.prefill_dtype)
+    def dense_rows(self, start: int, stop: int, out: torch.Tensor) -> None:
+        out.copy_(int8.dequantize(self.codes[start:stop], self.scales[start:stop]))
 
 
 class LinearGroup(torch.nn.Module):
