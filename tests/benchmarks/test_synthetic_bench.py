@@ -85,6 +85,9 @@ def test_one_round_on_the_tiny_shape_prints_both_engines_figures(tmp_path: Path)
         assert re.fullmatch(NUMBER, ours) and re.fullmatch(NUMBER, llama), row
         if prefix.startswith("bandwidth bound"):
             assert ours == llama  # one bound: the file's bytes
+        elif prefix.startswith("batch-1 decode / bound"):
+            assert float(ours) == pytest.approx(100 * float(_cell(_row(lines, "decode, batch 1"), 0)) / float(
+                _cell(_row(lines, "bandwidth bound"), 0)), rel=0.02, abs=0.01)
         elif not prefix.startswith("weights"):
             assert re.search(rf" {NUMBER}x$", row), row  # the ratio column
     block = lines[lines.index("issue 30's targets, this file (medians):") + 1:]
@@ -155,6 +158,10 @@ def _run(*arguments: str) -> subprocess.CompletedProcess:
                           timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+def _row(lines: list[str], prefix: str) -> str:
+    return next(line for line in lines if line.startswith(prefix))
 
 
 def _cell(row: str, column: int) -> str:
