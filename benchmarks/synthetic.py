@@ -62,25 +62,28 @@ def main(argv: list[str] | None = None) -> None:
     base = WorkerSpec(engine="", mcp_path=str(files[0].mcp), gguf_path=str(files[0].gguf), threads=args.threads,
                       settings=settings)
     bandwidth = {} if args.profile else run_bandwidth(base)
-    lines = _header(command, settings, args, bandwidth)
+    _print(_header(command, settings, args, bandwidth))
     measured = {}
-    for model_file in files:
+    for model_file in files:  # each file's block printed as soon as it is measured: a long run shows its progress
         spec = _spec(model_file, base)
         if args.profile:
-            lines += _profile(model_file, spec)
+            _print(_profile(model_file, spec))
             continue
         results, others = measure_in_turns({e: dataclasses.replace(spec, engine=e) for e in args.engines},
                                            args.rounds, WORKER_TIMEOUT_S)
         measured[model_file.label] = {"gguf": str(model_file.gguf), "mcp": str(model_file.mcp), "results": results,
                                       "others_share": others, "gguf_tensor_bytes": synthgguf.tensor_bytes(model_file.gguf)}
-        lines += ["", *_file_block(model_file, spec, settings, results, others, bandwidth, measured)]
+        _print(["", *_file_block(model_file, spec, settings, results, others, bandwidth, measured)])
         if args.json:  # after each file, so that a run cut short keeps what it measured
             _save_json(args.json, command, settings, bandwidth, measured)
     if measured:
-        lines += ["", "ours / llama.cpp, medians (> 1 = ours better):",
-                  *(synthreport.summary_line(label, m["results"], settings) for label, m in measured.items()),
-                  *_notes(measured)]
-    print("\n".join(lines))
+        _print(["", "ours / llama.cpp, medians (> 1 = ours better):",
+                *(synthreport.summary_line(label, m["results"], settings) for label, m in measured.items()),
+                *_notes(measured, settings)])
+
+
+def _print(lines: list[str]) -> None:
+    print("\n".join(lines), flush=True)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -217,12 +220,12 @@ def _profile(model_file: ModelFile, spec: WorkerSpec) -> list[str]:
     return ["", *synthreport.profile_lines(model_file.title, ours, llama)]
 
 
-def _notes(measured: dict) -> list[str]:
+def _notes(measured: dict, settings: Settings) -> list[str]:
     lines = ["", "notes:",
              "- bound = memory read bandwidth / the GGUF's tensor bytes (what one batch-1 step reads: every matrix "
              "once, the tied embedding as the output head), the same for both engines; 'weights held' is each "
              "engine's own: ours, the loaded module's tensors; llama.cpp, llama_model_size()",
-             f"- the {max(FULL.batch_sizes)}-sequence target is against llama.cpp's batch-1 figure (issue 30); "
+             f"- the {max(settings.batch_sizes)}-sequence target is against llama.cpp's batch-1 figure (issue 30); "
              "the table's ratio compares with llama.cpp's own batch"]
     methods = {}
     for label, entry in measured.items():
