@@ -54,20 +54,27 @@ def main() -> None:
     config = RuntimeConfig(num_threads=args.threads, decode_dots=args.decode_dots, native_step=not args.torch_step)
     with Session(config) as session:
         model = session.load_model(catalog.DEFAULT_MODEL)
-        model.infer(PROMPT, max_tokens=16, temperature=0, ignore_eos=True)  # warm up
-        totals: dict[str, float] = collections.defaultdict(float)
-        instrument(model, totals)
-        result = model.infer(PROMPT, max_tokens=args.tokens, temperature=0, ignore_eos=True)
-    timings = result.timings
-    decode_tokens = result.usage.completion_tokens - 1
-    per_token = (timings.total_s - timings.ttft_s) / decode_tokens
+        per_token, inside, decode_tokens = profile_decode(model, PROMPT, args.tokens)
     print(f"{model.precision}; {args.threads} threads, torch {torch.__version__}")
     print(f"decode: {1 / per_token:.1f} tok/s, {per_token * 1e3:.2f} ms a token over {decode_tokens} tokens")
-    steps = decode_tokens + 1  # the prefill step is in the totals too; its share is small at 5 tokens
-    inside = {name: total / steps * 1e3 for name, total in totals.items()}
     for name, ms in inside.items():
         print(f"  {name:<20} {ms:7.2f} ms a step")
     print(f"  {'loop (the rest)':<20} {per_token * 1e3 - inside['execute']:7.2f} ms a token")
+
+
+def profile_decode(model, prompt: str, tokens: int) -> tuple[float, dict[str, float], int]:
+    """One greedy decode of ``tokens`` tokens after a warm-up, with the runner's parts timed:
+    (seconds a decode token takes, mean ms a step in each part, decode tokens). Also used by
+    ``synthetic.py --profile``."""
+    model.infer(prompt, max_tokens=16, temperature=0, ignore_eos=True)  # warm up
+    totals: dict[str, float] = collections.defaultdict(float)
+    instrument(model, totals)
+    result = model.infer(prompt, max_tokens=tokens, temperature=0, ignore_eos=True)
+    timings = result.timings
+    decode_tokens = result.usage.completion_tokens - 1
+    per_token = (timings.total_s - timings.ttft_s) / decode_tokens
+    steps = decode_tokens + 1  # the prefill step is in the totals too; its share is small at 5 tokens
+    return per_token, {name: total / steps * 1e3 for name, total in totals.items()}, decode_tokens
 
 
 if __name__ == "__main__":

@@ -17,26 +17,22 @@ import dataclasses
 import datetime
 import json
 import os
-import shlex
-import signal
-import subprocess
 import sys
 import tempfile
-from importlib import metadata, util
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from enginebench import report  # noqa: E402
+from enginebench import report, runinfo  # noqa: E402
 from enginebench.measure import OtherLoad, wait_until_quiet  # noqa: E402
 from enginebench.spec import DECODE_PROMPTS, Settings, WorkerSpec, build_prompts  # noqa: E402
-from enginebench.worker import run_worker, worker_main  # noqa: E402
+from enginebench.runinfo import NOISY_SHARE  # noqa: E402
+from enginebench.worker import run_bandwidth, run_measured, run_worker, worker_main  # noqa: E402
 
 PACKAGES = ("mcp2026", "torch", "llama-cpp-python", "transformers", "numpy")
 WORKER_TIMEOUT_S = {"quick": 900, "full": 3600}
-NOISY_SHARE = 0.10  # others using more than this share of the cores makes a run unreliable
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -44,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.worker:
         worker_main(*args.worker)
         return
-    command = _command_line(argv)
+    command = runinfo.command_line(__file__, argv)
     settings = Settings.quick() if args.quick else Settings.full()
     if args.runs:
         settings = dataclasses.replace(settings, runs=args.runs)
@@ -147,29 +143,15 @@ def _wait_until_quiet(name: str, max_wait_s: float) -> None:
 
 def _run_bandwidth(base: WorkerSpec, max_wait_s: float) -> dict:
     _wait_until_quiet("bandwidth", max_wait_s)
-    outcome = run_worker(dataclasses.replace(base, engine="bandwidth"), timeout_s=600)
-    return outcome.result["info"] if outcome.result else {"error": outcome.error}
+    return run_bandwidth(base)
 
 
 def _run_engine(engine: str, base: WorkerSpec, mode: str) -> dict:
     """The engine's main worker, then runs-1 more fresh processes for cold-load samples."""
-    if engine == "llamacpp" and util.find_spec("llama_cpp") is None:
-        return {"error": "llama-cpp-python is not installed: .venv/bin/pip install -c constraints/cpu.txt "
-                         "-e '.[llamacpp]' (compiles llama.cpp once, about 8 minutes on 2 cores)"}
     spec = dataclasses.replace(base, engine=engine)
-    outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
-    if engine == "llamacpp" and outcome.returncode == -signal.SIGSEGV:
-        # ggml's AMX matmul segfaults on some AMX machines (ggml-org/llama.cpp#20824).
-        print("[llamacpp] segfaulted with its defaults; again with use_extra_bufts=False", file=sys.stderr)
-        spec = dataclasses.replace(spec, options={"use_extra_bufts": False})
-        outcome = run_worker(spec, WORKER_TIMEOUT_S[mode])
-        if outcome.result:
-            outcome.result["notes"].append(
-                "with its defaults it segfaulted (ggml_backend_amx_mul_mat, ggml-org/llama.cpp#20824); "
-                "measured with use_extra_bufts=False, which turns off its AMX and CPU-repack weight buffers")
-    if outcome.result is None:
-        return {"error": outcome.error}
-    result = outcome.result
+    result, spec = run_measured(spec, WORKER_TIMEOUT_S[mode])
+    if "error" in result:
+        return result
     residents = [result["info"].get("resident_after_drop")]
     for _ in range(spec.settings.runs - 1):
         cold = run_worker(dataclasses.replace(spec, cold_only=True), WORKER_TIMEOUT_S[mode])
@@ -186,7 +168,7 @@ def _render(command, settings, base, model_line, bandwidth, results, others) -> 
     info = ours_info or any_info
     gbps = bandwidth.get("torch_gbps")
     figures = {}
-    target = _rss_target_mib(base, settings, info)
+    target = runinfo.rss_target_mib(base.mcp_path, settings, info.get("pp_tokens", settings.prompt_tokens), 1.5)
     for engine, result in results.items():
         if "figures" in result:
             figures[engine] = result["figures"]
@@ -200,13 +182,13 @@ def _render(command, settings, base, model_line, bandwidth, results, others) -> 
         + (" (--quick)" if settings.runs < 5 or settings.decode_tokens < 128 else ""),
         f"command: {command}",
         f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
-        (f"cpu: {_cpu_model()}, {len(os.sched_getaffinity(0))} cores usable, "
+        (f"cpu: {runinfo.cpu_model()}, {len(os.sched_getaffinity(0))} cores usable, "
          f"torch cpu capability {bandwidth.get('cpu_capability', '?')}"),
-        "versions: " + ", ".join(f"{name} {_version(name)}" for name in PACKAGES) + f", git {_git_revision()}",
+        "versions: " + ", ".join(f"{name} {runinfo.version(name)}" for name in PACKAGES) + f", git {runinfo.git_revision()}",
         model_line,
         _prompt_line(settings, results),
-        f"memory read bandwidth: {_bandwidth_line(bandwidth)}",
-        _others_line(others),
+        f"memory read bandwidth: {runinfo.bandwidth_line(bandwidth)}",
+        runinfo.others_line(others),
         "",
         *report.table(rows, {e: figures.get(e) for e in results}, {e: r.get("marks", {}) for e, r in results.items()}),
         "",
@@ -219,28 +201,6 @@ def _render(command, settings, base, model_line, bandwidth, results, others) -> 
     return lines + _notes(results, ours_info, gbps)
 
 
-def _rss_target_mib(base: WorkerSpec, settings: Settings, info: dict) -> float:
-    """Issue 3's peak-RSS target for the batch-1 runs: 1.5 x the .mcp file's size plus the float32
-    KV cache of the longest sequence they run (the prompt-processing prompt and its token, or
-    the decode prompt and its tokens)."""
-    from mcp.modelfile.layout import read_layout
-
-    arch = read_layout(base.mcp_path).header.architecture
-    kv_per_token = arch.num_layers * 2 * arch.num_kv_heads * arch.head_dim * 4
-    longest = max(info.get("pp_tokens", settings.prompt_tokens) + 1, 16 + settings.decode_tokens)  # decode prompt < 16
-    return (1.5 * Path(base.mcp_path).stat().st_size + longest * kv_per_token) / 2**20
-
-
-def _others_line(others: dict[str, float | None]) -> str:
-    shares = {e: s for e, s in others.items() if s is not None}
-    line = ("other processes' CPU use while each engine ran (share of all cores): "
-            + ", ".join(f"{report.TITLES[e]} {s:.0%}" for e, s in shares.items()))
-    busy = [report.TITLES[e] for e, s in shares.items() if s > NOISY_SHARE]
-    if busy:
-        line += f"\nWARNING: the machine was busy while {', '.join(busy)} ran: those figures are unreliable; rerun"
-    return line
-
-
 def _prompt_line(settings: Settings, results: dict) -> str:
     counts = {report.TITLES[e]: (r["info"].get("pp_tokens"), r["info"].get("chat_tokens"))
               for e, r in results.items() if "info" in r}
@@ -249,13 +209,6 @@ def _prompt_line(settings: Settings, results: dict) -> str:
             f"message through the chat template; tokens seen (pp/chat): {seen}; "
             f"decode prompt {DECODE_PROMPTS[0]!r}, {settings.decode_tokens} tokens, greedy, EOS ignored")
 
-
-def _bandwidth_line(bandwidth: dict) -> str:
-    if "torch_gbps" not in bandwidth:
-        return f"not measured ({bandwidth.get('error')})"
-    return (f"{bandwidth['torch_gbps']:.1f} GB/s (torch sum over {bandwidth['array_mib']:.0f} MiB fp32, "
-            f"{bandwidth['torch_threads']} threads, best of 7; numpy 1 thread {bandwidth['numpy_gbps']:.1f} GB/s); "
-            "the bound row = this / weights read per token")
 
 
 def _notes(results: dict, ours_info: dict, gbps: float | None) -> list[str]:
@@ -284,44 +237,8 @@ def _notes(results: dict, ours_info: dict, gbps: float | None) -> list[str]:
     return lines
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return os.uname().machine
 
 
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def _git_revision() -> str:
-    def git(*command: str) -> str:
-        return subprocess.run(["git", *command], cwd=HERE, capture_output=True, text=True, check=False).stdout.strip()
-
-    revision = git("rev-parse", "--short", "HEAD") or "unknown"
-    return revision + (" (uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
-def _command_line(argv: list[str] | None) -> str:
-    python = Path(sys.executable)
-    try:
-        python = python.relative_to(Path.cwd())
-    except ValueError:
-        pass
-    script = Path(__file__).resolve()
-    try:
-        script = script.relative_to(Path.cwd())
-    except ValueError:
-        pass
-    return shlex.join([str(python), str(script), *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

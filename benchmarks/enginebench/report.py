@@ -54,19 +54,20 @@ def add_derived(figures: dict[str, list[float]], info: dict, bandwidth_gbps: flo
 
 
 def table(rows: list[Row], figures_by_engine: dict[str, dict[str, list[float] | str]],
-          marks: dict[str, dict[str, str]] | None = None) -> list[str]:
+          marks: dict[str, dict[str, str]] | None = None, engines: tuple[str, ...] = ENGINES) -> list[str]:
     """Cells are ``median [min-max]``; an engine left out is "-", a figure it cannot give "n/a".
 
-    ``marks[engine][figure]`` is appended to that cell (a footnote sign).
+    ``marks[engine][figure]`` is appended to that cell (a footnote sign); ``engines``: the
+    columns, in order.
     """
     marks = marks or {}
     ratioed = [engine for engine in RATIOED if engine in figures_by_engine]
-    header = ("figure".ljust(LABEL_WIDTH) + "".join(TITLES[e].rjust(CELL_WIDTH) for e in ENGINES)
+    header = ("figure".ljust(LABEL_WIDTH) + "".join(TITLES[e].rjust(CELL_WIDTH) for e in engines)
               + "".join(f"{e} vs llama.cpp".rjust(20) for e in ratioed))
     lines = [header, "-" * len(header)]
     for row in rows:
         cells = [_cell(figures_by_engine.get(engine), row.key) + marks.get(engine, {}).get(row.key, "")
-                 for engine in ENGINES]
+                 for engine in engines]
         ratios = [_ratio(row, figures_by_engine.get(e), figures_by_engine.get("llamacpp")) for e in ratioed]
         lines.append(row.label.ljust(LABEL_WIDTH) + "".join(c.rjust(CELL_WIDTH) for c in cells)
                      + "".join(ratio.rjust(20) for ratio in ratios))
@@ -127,11 +128,12 @@ def issue_targets(batch_sizes) -> list[Target]:
     ]
 
 
-def target_lines(targets: list[Target], figures_by_engine: dict[str, dict | None]) -> list[str]:
+def target_lines(targets: list[Target], figures_by_engine: dict[str, dict | None],
+                 title: str = "issue 3's targets, this run (medians):") -> list[str]:
     """Each target, and for each of our engines its figure (a ratio to llama.cpp's where the
     target is one) and whether this run meets it."""
     ours = [engine for engine in RATIOED if figures_by_engine.get(engine)]
-    lines = ["issue 3's targets, this run (medians):"]
+    lines = [title]
     for target in targets:
         cells = [f"{TITLES[engine]} {_target_cell(target, figures_by_engine[engine], figures_by_engine.get('llamacpp'))}"
                  for engine in ours]
@@ -140,16 +142,16 @@ def target_lines(targets: list[Target], figures_by_engine: dict[str, dict | None
 
 
 def _target_cell(target: Target, mine: dict, llama: dict | None) -> str:
-    value = _median(mine, target.figure)
+    value = median_figure(mine, target.figure)
     if value is None:
         return "n/a"
     if target.ratio_to:
-        theirs = _median(llama, target.ratio_to)
+        theirs = median_figure(llama, target.ratio_to)
         if theirs is None:
             return "no llama.cpp figure"
         value, bound, shown = value / theirs, target.bound, f"{value / theirs:.2f}x"
     else:
-        bound = _median(mine, target.bound_figure) if target.bound_figure else target.bound
+        bound = median_figure(mine, target.bound_figure) if target.bound_figure else target.bound
         if bound is None:
             return "n/a"
         shown = f"{value:.1f}"  # one decimal: a figure just past its bound shows it
@@ -157,7 +159,7 @@ def _target_cell(target: Target, mine: dict, llama: dict | None) -> str:
     return f"{shown} {'met' if met else 'MISSED'}"
 
 
-def _median(figures: dict | None, key: str) -> float | None:
+def median_figure(figures: dict | None, key: str) -> float | None:
     values = (figures or {}).get(key)
     if not values or isinstance(values, str):
         return None

@@ -8,6 +8,7 @@ torch), measures, and writes its result as JSON to OUT.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import importlib
 import json
 import os
@@ -17,12 +18,15 @@ import sys
 import tempfile
 import threading
 from dataclasses import dataclass
+from importlib import util
 from pathlib import Path
 
 from enginebench.spec import WorkerSpec
 
 MODULES = {"ours": "enginebench.ours", "lean": "enginebench.lean", "llamacpp": "enginebench.llamacpp",
-           "transformers": "enginebench.hf", "bandwidth": "enginebench.bandwidth"}
+           "transformers": "enginebench.hf", "bandwidth": "enginebench.bandwidth", "profile": "enginebench.profile"}
+LLAMACPP_MISSING = ("llama-cpp-python is not installed: .venv/bin/pip install -c constraints/cpu.txt -e '.[llamacpp]' "
+                    "(compiles llama.cpp once, about 8 minutes on 2 cores)")
 ENTRY = Path(__file__).resolve().parent.parent / "engine.py"
 
 
@@ -57,6 +61,33 @@ def run_worker(spec: WorkerSpec, timeout_s: float) -> WorkerOutcome:
         if returncode != 0 or not out_path.exists():
             return WorkerOutcome(None, returncode, _tail(list(last_lines), returncode))
         return WorkerOutcome(json.loads(out_path.read_text()), 0, "")
+
+
+def run_measured(spec: WorkerSpec, timeout_s: float) -> tuple[dict, WorkerSpec]:
+    """One engine's worker: its result (``{"error": why}`` when it failed) and the spec it ran.
+
+    ggml's AMX matmul segfaults on some AMX machines (ggml-org/llama.cpp#20824): a llama.cpp
+    worker that dies of SIGSEGV runs again with ``use_extra_bufts=False`` (the returned spec),
+    and its notes say so.
+    """
+    if "llamacpp" in (spec.engine, spec.options.get("peer")) and util.find_spec("llama_cpp") is None:
+        return {"error": LLAMACPP_MISSING}, spec
+    outcome = run_worker(spec, timeout_s)
+    if spec.engine == "llamacpp" and outcome.returncode == -signal.SIGSEGV:
+        print("[llamacpp] segfaulted with its defaults; again with use_extra_bufts=False", file=sys.stderr)
+        spec = dataclasses.replace(spec, options={**spec.options, "use_extra_bufts": False})
+        outcome = run_worker(spec, timeout_s)
+        if outcome.result:
+            outcome.result["notes"].append(
+                "with its defaults it segfaulted (ggml_backend_amx_mul_mat, ggml-org/llama.cpp#20824); "
+                "measured with use_extra_bufts=False, which turns off its AMX and CPU-repack weight buffers")
+    return (outcome.result if outcome.result is not None else {"error": outcome.error}), spec
+
+
+def run_bandwidth(base: WorkerSpec) -> dict:
+    """The memory read bandwidth, measured in a worker of its own (``enginebench.bandwidth``)."""
+    outcome = run_worker(dataclasses.replace(base, engine="bandwidth"), timeout_s=600)
+    return outcome.result["info"] if outcome.result else {"error": outcome.error}
 
 
 def worker_main(spec_path: str, out_path: str) -> None:
