@@ -44,10 +44,29 @@ static bool intel_one_row_dot() {
 }
 
 #if defined(__x86_64__)
+// The byte operations on one group's 32 codes (blocks.inc) that the AVX-512 and AVX2 builds
+// share: both work on 256-bit registers there (AVX2 instructions, inlined into either build).
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+struct Bytes256 {
+  using BV = __m256i;
+  static BV b_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static BV b_nibbles(const uint8_t* p) {  // 16 bytes: their low nibbles, then their high ones
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0f));
+  }
+  static BV b_srl(BV v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }  // mask after
+  static BV b_shl(BV v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
+  static BV b_and(BV v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(mask))); }
+  static BV b_or(BV a, BV b) { return _mm256_or_si256(a, b); }
+  static BV b_sub(BV v, int n) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(n))); }
+};
+#pragma GCC pop_options
+
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma,f16c")
 namespace avx512 {
-struct Isa {
+struct Isa : Bytes256 {
   using V = __m512;
   static constexpr int kLanes = 16;
   static constexpr int kRowTile1 = 4;  // weight rows per tile with one activation row
@@ -122,21 +141,10 @@ struct Isa {
     q[0] = _mm512_permutexvar_ps(bytes, values);
     q[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), values);
   }
-  // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc): the byte ops are AVX2's
-  using BV = __m256i;
-  static BV b_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static BV b_nibbles(const uint8_t* p) {  // 16 bytes: their low nibbles, then their high ones
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0f));
-  }
+  // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc): Bytes256's, and
   static BV b_fifth_bits(uint32_t word) {  // byte i = 16 where bit i of word is set
     return _mm256_and_si256(_mm256_movm_epi8(word), _mm256_set1_epi8(0x10));
   }
-  static BV b_srl(BV v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }  // mask after
-  static BV b_shl(BV v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
-  static BV b_and(BV v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(mask))); }
-  static BV b_or(BV a, BV b) { return _mm256_or_si256(a, b); }
-  static BV b_sub(BV v, int n) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(n))); }
   static void b_floats(BV v, V* q) {  // 32 signed bytes to floats
     q[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_castsi256_si128(v)));
     q[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm256_extracti128_si256(v, 1)));
@@ -157,7 +165,7 @@ struct Isa {
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 namespace avx2 {
-struct Isa {
+struct Isa : Bytes256 {
   using V = __m256;
   static constexpr int kLanes = 8;
   static constexpr int kRowTile1 = 4;
@@ -223,12 +231,7 @@ struct Isa {
     }
   }
   static void int4_codes_lookup(const uint8_t* p, V* q) { int4_codes(p, q); }  // no 16-entry permute here
-  using BV = __m256i;  // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc)
-  static BV b_load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static BV b_nibbles(const uint8_t* p) {  // 16 bytes: their low nibbles, then their high ones
-    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(x, 4), x), _mm256_set1_epi8(0x0f));
-  }
+  // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc): Bytes256's, and
   static BV b_fifth_bits(uint32_t word) {  // byte i = 16 where bit i of word is set
     const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(word)),
                                               _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
@@ -236,11 +239,6 @@ struct Isa {
     const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit), _mm256_set1_epi8(0x10));
   }
-  static BV b_srl(BV v, int n) { return _mm256_srl_epi16(v, _mm_cvtsi32_si128(n)); }  // mask after
-  static BV b_shl(BV v, int n) { return _mm256_sll_epi16(v, _mm_cvtsi32_si128(n)); }
-  static BV b_and(BV v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(mask))); }
-  static BV b_or(BV a, BV b) { return _mm256_or_si256(a, b); }
-  static BV b_sub(BV v, int n) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(n))); }
   static void b_floats(BV v, V* q) {  // 32 signed bytes to floats
     const __m128i low = _mm256_castsi256_si128(v), high = _mm256_extracti128_si256(v, 1);
     q[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(low));
