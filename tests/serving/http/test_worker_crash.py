@@ -10,7 +10,6 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -30,21 +29,6 @@ def server(start_server, smollm2_mcp, tiny_mcp):
     })
 
 
-def _worker_pid(server, key: str) -> int:
-    """The server's child process serving ``key`` (its command line names it)."""
-    for task in Path(f"/proc/{server.process.pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            if key in Path(f"/proc/{child}/cmdline").read_text():
-                return int(child)
-    raise AssertionError(f"no worker for {key} under pid {server.process.pid}")
-
-
-def _metric(server, name: str, **labels: str) -> float:
-    text = httpx.get(server.url + "/metrics").text
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name + "{") and all(f'{k}="{v}"' in line for k, v in labels.items()))
-
-
 def _tiny_answers(server) -> int:
     body = {"model": "tiny", "prompt": "Hello", "max_tokens": 4, "temperature": 0.0}
     return httpx.post(server.url + "/v1/completions", json=body, timeout=60).status_code
@@ -52,7 +36,7 @@ def _tiny_answers(server) -> int:
 
 def _wait_restarted(server, restarts: int) -> None:
     deadline = time.monotonic() + 120
-    while _metric(server, "mcp_worker_restarts_total", model="big") < restarts:
+    while server.metric("mcp_worker_restarts_total", model="big") < restarts:
         assert time.monotonic() < deadline, "the killed worker was not restarted"
         time.sleep(0.2)
 
@@ -61,7 +45,7 @@ def test_a_stream_on_a_killed_worker_ends_with_a_clean_error(server):
     with httpx.stream("POST", server.url + "/v1/completions", json={**LONG, "stream": True}, timeout=120) as reply:
         lines = reply.iter_lines()
         assert next(line for line in lines if line.startswith("data:"))  # generating in the worker
-        os.kill(_worker_pid(server, "big:1"), signal.SIGKILL)
+        os.kill(server.worker_pid("big:1"), signal.SIGKILL)
         assert _tiny_answers(server) == 200  # the other model's worker is unaffected
         events = [json.loads(line[5:]) for line in lines if line.startswith("data:") and line != "data: [DONE]"]
     error = events[-1]["error"]
@@ -70,7 +54,7 @@ def test_a_stream_on_a_killed_worker_ends_with_a_clean_error(server):
     _wait_restarted(server, 1)
     body = {"model": "big", "prompt": "Hi", "max_tokens": 3, "temperature": 0.0}
     assert httpx.post(server.url + "/v1/completions", json=body, timeout=120).status_code == 200
-    assert _metric(server, "mcp_worker_up", model="big") == 1
+    assert server.metric("mcp_worker_up", model="big") == 1
 
 
 def test_a_plain_request_on_a_killed_worker_gets_503(server):
@@ -79,11 +63,11 @@ def test_a_plain_request_on_a_killed_worker_gets_503(server):
         httpx.post(server.url + "/v1/completions", json=LONG, timeout=120)))
     thread.start()
     deadline = time.monotonic() + 60
-    while _metric(server, "mcp_num_requests_running", model="big") < 1:
+    while server.metric("mcp_num_requests_running", model="big") < 1:
         assert time.monotonic() < deadline, "the request never started"
         time.sleep(0.05)
-    before = _metric(server, "mcp_worker_restarts_total", model="big")
-    os.kill(_worker_pid(server, "big:1"), signal.SIGKILL)
+    before = server.metric("mcp_worker_restarts_total", model="big")
+    os.kill(server.worker_pid("big:1"), signal.SIGKILL)
     thread.join(120)
     reply = replies[0]
     assert reply.status_code == 503 and reply.headers["retry-after"] == "2"
