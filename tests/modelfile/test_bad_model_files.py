@@ -129,6 +129,9 @@ def test_cli_inspect_and_run_print_one_line_and_exit_2(tiny_bytes, tmp_path):
     path.write_bytes(with_header(tiny_bytes, CORPUS["int4-declared-1d"][0]))
     _assert_one_line_error(_cli("inspect", str(path)), str(path), "an int4 tensor is a matrix")
     _assert_one_line_error(_cli("run", str(path), "hello"), str(path), "an int4 tensor is a matrix")
+    served = _cli("serve", "--port", "0", "--model", str(path))  # loads it in a worker: the worker's error
+    assert served.returncode == 2 and "Traceback" not in served.stderr, served.stderr
+    assert served.stderr.strip().splitlines()[-1].startswith(f"mcp2026: error: {path}: tensor ")
     heads = tmp_path / "zero-heads.mcp"
     heads.write_bytes(with_header(tiny_bytes, CORPUS["zero-heads"][0]))
     _assert_one_line_error(_cli("inspect", "--plan", str(heads)), "num_attention_heads is 0")

@@ -272,8 +272,7 @@ def _token_id(
     token_id = _read(reader, key, default)
     if token_id is not None and (type(token_id) is not int or not 0 <= token_id < len(vocab.tokens)):
         raise ModelFormatError(
-            f"{_source(reader)}: {key} = {str(token_id)[:40]} is not a token id of the vocabulary of "
-            f"{len(vocab.tokens)} tokens"
+            f"{_source(reader)}: {key} = {str(token_id)[:40]} is outside the vocabulary of {len(vocab.tokens)} tokens"
         )
     return token_id
 
