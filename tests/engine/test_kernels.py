@@ -360,6 +360,25 @@ def test_two_digits_are_about_a_hundred_times_closer_to_the_exact_product():
 
 
 @pytest.mark.parametrize("digits", [1, 2])
+@pytest.mark.parametrize("kind", ["int4", "int8"])
+def test_integer_dots_of_many_rows_are_those_of_one_row_at_a_time(isa, kind, digits):
+    """Many activation rows go through the weights in blocks that stay in L2 (at K = 8192: 24
+    rows with one digit, 12 with two) and in tiles of several weight and activation rows; each
+    output is still summed alone, so it is bit for bit what a one-row call gives, and matches
+    the quantized activations' product (test above)."""
+    matrix = random_matrix(kind, 70, 8192, seed=9, qparams_dtype=torch.float16)  # 70: a short last tile
+    x = torch.randn(53, 8192, generator=torch.Generator().manual_seed(9))  # several blocks and a short one
+    many = matrix.matmul(x, x_digits=digits)
+    one_at_a_time = torch.cat([matrix.matmul(x[i:i + 1], x_digits=digits) for i in range(x.shape[0])])
+    assert torch.equal(many, one_at_a_time)
+    x_codes, x_scales = python_quantized(x, digits)
+    codes, scales, offsets = weight_codes(matrix)
+    dots = torch.einsum("mgk,ngk->mng", activation_values(x_codes).unflatten(-1, (-1, 32)), codes)
+    want = (dots * scales[None] * x_scales.double()[:, None]).sum(-1) + x.double().unflatten(-1, (-1, 32)).sum(-1) @ offsets.T
+    assert torch.allclose(many.double(), want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+
+
+@pytest.mark.parametrize("digits", [1, 2])
 def test_integer_dots_agree_on_every_isa_and_thread_count(digits):
     matrix = random_matrix("int4", 333, 256, seed=2)
     x = torch.randn(5, 256)
