@@ -28,6 +28,7 @@ ROWS = ("decode, batch 1, 16 tok", "prompt processing, 1", "TTFT, 37-token chat 
         "bandwidth bound, batch 1", "batch-1 decode / bound")
 
 
+@pytest.mark.slow  # reading SmolLM2's 49,152-token vocabulary with gguf.GGUFReader takes seconds each time
 def test_the_f16_file_has_the_shape_and_smollm2s_tokenizer(tmp_path: Path, smollm2_gguf: Path) -> None:
     path = tmp_path / "tiny-f16.gguf"
     synthgguf.write_f16(TINY, smollm2_gguf, path)
@@ -49,6 +50,7 @@ def test_the_f16_file_has_the_shape_and_smollm2s_tokenizer(tmp_path: Path, smoll
     assert written.fields["llama.block_count"].contents() == 2
 
 
+@pytest.mark.slow  # reading SmolLM2's 49,152-token vocabulary with gguf.GGUFReader takes seconds each time
 def test_llama_cpps_quantizer_makes_each_file_type_once(tmp_path: Path, smollm2_gguf: Path) -> None:
     pytest.importorskip("llama_cpp", reason="install llama-cpp-python (make test installs it)")
     kinds, sizes = {}, {}
