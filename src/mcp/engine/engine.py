@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 import torch
 
+from mcp.base.errors import ConfigError
 from mcp.engine.generator import Generator
 from mcp.engine.models import model_class
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
 from mcp.engine.weights import ModelWeights
 from mcp.modelfile.reader import ModelFile
-from mcp.runtime.errors import ConfigError
 
 
 @dataclass(frozen=True)

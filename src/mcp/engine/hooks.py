@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.runtime.errors import InvalidRequestError
+from mcp.base.errors import InvalidRequestError
 
 HOOK_NAMES = ("on_sequence_start", "on_token_generated", "on_generation_complete")
 logger = logging.getLogger("mcp.engine.hooks")

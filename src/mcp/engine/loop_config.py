@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from mcp.base.errors import ConfigError
 from mcp.engine.scheduler.policy import FairShare, FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
 from mcp.engine.scheduler.step import PacingConfig
-from mcp.runtime.errors import ConfigError
 
 POLICIES = ("slo", "fcfs")
 # What the KV cache holds: "auto" the activations' dtype (fp32 on a CPU with the native

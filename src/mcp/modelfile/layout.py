@@ -25,7 +25,7 @@ from mcp.modelfile.spec import (
     storage_dtype,
     stored_shape,
 )
-from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
+from mcp.base.errors import ModelFormatError, ModelNotFoundError
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
 _GGUF_MAGIC = b"GGUF"

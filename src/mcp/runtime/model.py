@@ -27,6 +27,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from mcp.base.arguments import check_list, check_options, check_text
+from mcp.base.errors import InvalidRequestError, MCPError
+from mcp.base.result import InferResult, Timings, TokenLogprob, Usage
+from mcp.config.runtime import GenerationDefaults
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookHandle, HookRegistry
@@ -35,10 +39,6 @@ from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.sequence import StepOutput, check_prompt
 from mcp.modelfile.spec import ModelHeader
-from mcp.runtime.arguments import check_list, check_options, check_text
-from mcp.runtime.config import GenerationDefaults
-from mcp.runtime.errors import InvalidRequestError, MCPError
-from mcp.runtime.result import InferResult, Timings, TokenLogprob, Usage
 from mcp.runtime.stream import TextStream
 
 SAMPLING_OPTIONS = frozenset(

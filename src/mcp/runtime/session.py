@@ -16,12 +16,12 @@ from pathlib import Path
 
 import torch
 
+from mcp.base.errors import ConfigError, ModelNotFoundError
+from mcp.config.model_path import catalog_name, resolve_model_path
+from mcp.config.runtime import RuntimeConfig, load_config
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.modelfile.reader import open_model
-from mcp.runtime.config import RuntimeConfig, load_config
-from mcp.runtime.errors import ConfigError, ModelNotFoundError
 from mcp.runtime.model import Model
-from mcp.runtime.paths import catalog_name, resolve_model_path
 
 
 class Session:

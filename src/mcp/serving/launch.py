@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ConfigError
-from mcp.runtime.serving_config import ServedModel, ServingConfig
+from mcp.base.errors import ConfigError
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcp.runtime.config import RuntimeConfig
+from mcp.config.runtime import RuntimeConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost, ModelLoader, ModelVersion, default_loader
 

@@ -154,7 +154,7 @@ def test_a_missing_database_and_a_broken_bundle(write_config, system) -> None:
 
 @pytest.mark.parametrize("audit_url", ["sqlite"], indirect=True)
 def test_registry_lineage_with_registry(write_config, system, capsys: pytest.CaptureFixture) -> None:
-    from mcp.runtime.cli import main
+    from mcp.commands.cli import main
 
     registry = f"sqlite:///{system['folder'] / 'registry.db'}"
     assert main(["registry", "--registry", registry, "add", str(system["models"] / "tiny.mcp"), "--name", "tiny"]) == 0

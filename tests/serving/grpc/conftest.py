@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from mcp.runtime.config import config_from_dict
+from mcp.config.runtime import config_from_dict
 from mcp.runtime.session import Session
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 from mcp.serving.grpc.server import GrpcServer

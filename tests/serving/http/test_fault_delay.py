@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
 from mcp.serving.http.app import FAULT_DELAY_ENV, fault_delay_from_env
 
 

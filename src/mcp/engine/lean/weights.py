@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcp.base.errors import ModelFormatError
 from mcp.modelfile.layout import FileLayout
 from mcp.modelfile.spec import INT4_ENCODING, INT8_ENCODING, QPARAMS_SUFFIX, ArchitectureConfig
-from mcp.runtime.errors import ModelFormatError
 
 GROUP_SIZE = 32
 KINDS = {INT4_ENCODING: 0, INT8_ENCODING: 1}  # csrc/kernels.h WeightKind

@@ -19,10 +19,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from mcp.base.errors import MCPError
 from mcp.gateway.errors import RolloutError, UnknownRolloutError, UpstreamError
 from mcp.gateway.http.state import GatewayState
 from mcp.gateway.pools.health import check_forever
-from mcp.runtime.errors import MCPError
 from mcp.serving.errors import PayloadTooLargeError, WireError, describe
 from mcp.serving.http.app import BodyLimit, _http_error, _unexpected_error, _validation_error, error_response
 

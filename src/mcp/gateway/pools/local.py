@@ -13,8 +13,8 @@ import logging
 
 import httpx
 
+from mcp.config.runtime import RuntimeConfig
 from mcp.gateway.pools.member import Member
-from mcp.runtime.config import RuntimeConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
 from mcp.serving.http.app import ServerState, create_app

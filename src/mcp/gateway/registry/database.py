@@ -19,8 +19,8 @@ from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
+from mcp.compiler.catalog import mcp_home
 from mcp.gateway.errors import RegistryUnavailableError
-from mcp.modelfile.catalog import mcp_home
 
 URL_ENV = "MCP_REGISTRY_URL"
 SQLITE_BUSY_TIMEOUT_MS = 60_000

@@ -19,8 +19,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from mcp.compiler.catalog import mcp_home
 from mcp.governance.errors import AuditError
-from mcp.modelfile.catalog import mcp_home
 
 KEY_BYTES = 32
 

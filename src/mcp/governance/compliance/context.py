@@ -15,10 +15,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from mcp.base.errors import MCPError
+from mcp.config.runtime import RuntimeConfig, load_config
+from mcp.config.serving import GovernanceConfig, ServedModel
 from mcp.governance.compliance.errors import ComplianceReportError
-from mcp.runtime.config import RuntimeConfig, load_config
-from mcp.runtime.errors import MCPError
-from mcp.runtime.serving_config import GovernanceConfig, ServedModel
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([hdw])$")
 _UNIT_S = {"h": 3600, "d": 86400, "w": 7 * 86400}
@@ -147,7 +147,7 @@ class EvidenceContext:
 
     def model_files(self) -> list[ModelFileRef]:
         """Each served model's file, looked up as the server does (model_dir, cwd, the cache)."""
-        from mcp.modelfile import catalog
+        from mcp.compiler import catalog
 
         refs = []
         for model in self.config.serving.models:

@@ -15,9 +15,10 @@ from pathlib import Path
 
 from mcp.backends.base import Backend
 from mcp.backends.registry import ModelSources, check_available, create_backend
+from mcp.base.errors import ConfigError
+from mcp.compiler import catalog
+from mcp.compiler.compiler import compile_model
 from mcp.engine.tokenizer import Tokenizer
-from mcp.modelfile import catalog
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.reader import open_model
 from mcp.ops.consistency.golden import Golden, GoldenMismatch, check_golden, read_golden, write_golden
@@ -26,7 +27,6 @@ from mcp.ops.consistency.report import MatrixReport, to_json, to_markdown
 from mcp.ops.consistency.runner import SuiteInput, compare_candidate, run_reference, suite_inputs
 from mcp.ops.consistency.suite import Suite, load_suite
 from mcp.ops.consistency.tolerances import ToleranceTable, load_tolerances
-from mcp.runtime.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mcp.base.result import InferResult
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.result import InferResult
-from mcp.runtime.serving_config import ServedModel
 from mcp.serving.errors import FieldError
 from mcp.serving.generation import Prompt
 from mcp.serving.grpc._gen import inference_pb2 as pb

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 import grpc
 
+from mcp.base.result import InferResult
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.result import InferResult
 from mcp.serving import governed
 from mcp.serving.generation import ChoiceEvent, Generation
 from mcp.serving.grpc import convert

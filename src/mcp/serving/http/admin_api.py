@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio.to_thread
 from fastapi import APIRouter, Depends
 
-from mcp.runtime.serving_config import ServedModel
+from mcp.config.serving import ServedModel
 from mcp.serving.host import ModelHost, ModelVersion
 from mcp.serving.http import schemas as s
 from mcp.serving.http.app import ServerState

@@ -17,8 +17,8 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ConfigError, MCPError
+from mcp.base.errors import ConfigError, MCPError
+from mcp.config.runtime import RuntimeConfig
 from mcp.serving.errors import FieldError, PayloadTooLargeError, WireError, describe
 from mcp.serving.host import ModelHost
 from mcp.serving.metrics import ServingMetrics

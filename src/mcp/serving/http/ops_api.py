@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from mcp.runtime.errors import ModelNotFoundError
+from mcp.base.errors import ModelNotFoundError
 from mcp.serving.http import schemas as s
 from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import state_of

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp.base.errors import ConfigError, ModelNotFoundError
+from mcp.config.serving import ServedModel
 from mcp.engine.engine import NativeEngine
 from mcp.engine.tokenizer import Tokenizer
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import ModelHeader
-from mcp.runtime.errors import ConfigError, ModelNotFoundError
 from mcp.runtime.model import Model
-from mcp.runtime.serving_config import ServedModel
 from mcp.runtime.session import Session
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.spec import EngineSettings, WorkerSpec

@@ -9,9 +9,9 @@ runtime refuse the others; without a CA a signature is reported present but unve
 
 from __future__ import annotations
 
+from mcp.base.errors import MCPError
 from mcp.governance.compliance.context import EvidenceContext, ModelFileRef
 from mcp.governance.compliance.status import ControlResult, Status, result
-from mcp.runtime.errors import MCPError
 
 SIGNATURE_SUFFIX = ".sig"
 
@@ -121,7 +121,7 @@ def model_signatures(context: EvidenceContext) -> ControlResult:
 def _verified_signatures(context: EvidenceContext, signed: list[ModelFileRef]) -> tuple[int, list[str]]:
     """How many of the signatures verify against runtime.trusted_ca, and a fact for each."""
     from mcp.governance.signing.models import trusted_certificates, verify_model
-    from mcp.runtime.errors import ModelSignatureError
+    from mcp.base.errors import ModelSignatureError
 
     trusted = trusted_certificates(context.config.trusted_ca)
     verified, facts = 0, []

@@ -14,8 +14,8 @@ from typing import Literal
 
 import pydantic
 
-from mcp.runtime.errors import ConfigError
-from mcp.runtime.isolation_config import WorkerLimits, WorkerSection, default_isolation, resolve_isolation, resolve_worker
+from mcp.base.errors import ConfigError
+from mcp.config.isolation import WorkerLimits, WorkerSection, default_isolation, resolve_isolation, resolve_worker
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

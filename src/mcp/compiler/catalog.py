@@ -18,8 +18,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp.base.errors import DownloadError, ModelFormatError, ModelNotFoundError
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.errors import DownloadError, ModelFormatError, ModelNotFoundError
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
     A compiled file already in the cache is reused when it was made from the expected
     source; ``force`` recompiles it.
     """
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler.compiler import compile_model
     from mcp.modelfile.reader import open_model
 
     entry = lookup(name)

@@ -48,8 +48,8 @@ from mcp.modelfile.spec import (
     TensorSpec,
     TokenizerSpec,
 )
+from mcp.base.errors import ConfigError, ModelFormatError, ModelNotFoundError, UnsupportedModelError
 from mcp.modelfile.writer import write_model
-from mcp.runtime.errors import ConfigError, ModelFormatError, ModelNotFoundError, UnsupportedModelError
 
 TensorValue = np.ndarray | torch.Tensor
 
@@ -125,7 +125,7 @@ def compile_model(
 def load_source(src: Path) -> SourceModel:
     """Read a GGUF file or a Hugging Face folder."""
     if src.is_dir():
-        from mcp.modelfile.hf_source import load_hf_folder
+        from mcp.compiler.hf_source import load_hf_folder
 
         return load_hf_folder(src)
     if not src.is_file():
@@ -137,7 +137,7 @@ def load_source(src: Path) -> SourceModel:
             f"{src}: not a GGUF file (no GGUF magic); compile a .gguf file or a Hugging Face "
             "folder holding config.json, *.safetensors and tokenizer.json"
         )
-    from mcp.modelfile.gguf_source import load_gguf
+    from mcp.compiler.gguf_source import load_gguf
 
     return load_gguf(src)
 
