@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.base.errors import DownloadError, ModelFormatError, ModelNotFoundError
+from mcp.base.paths import mcp_home
 from mcp.modelfile.hashing import file_sha256
 
 
@@ -57,11 +58,6 @@ CATALOG: dict[str, CatalogEntry] = {
 }
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
-
-
-def mcp_home() -> Path:
-    """The model cache: ``$MCP_HOME``, else ``~/.cache/mcp2026``."""
-    return Path(os.environ.get("MCP_HOME") or Path.home() / ".cache" / "mcp2026")
 
 
 def lookup(name: str) -> CatalogEntry:

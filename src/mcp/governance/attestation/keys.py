@@ -17,7 +17,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from mcp.compiler.catalog import mcp_home
+from mcp.base.paths import mcp_home
 from mcp.governance.attestation.errors import AttestationError
 
 ALGORITHM = "ed25519"

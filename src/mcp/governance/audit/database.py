@@ -20,8 +20,8 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
-from mcp.compiler.catalog import mcp_home
-from mcp.gateway.registry.database import switch_to_wal
+from mcp.base.paths import mcp_home
+from mcp.base.sqlite import switch_to_wal
 from mcp.governance.errors import AuditError
 
 URL_ENV = "MCP_AUDIT_URL"

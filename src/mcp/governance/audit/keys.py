@@ -19,7 +19,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from mcp.compiler.catalog import mcp_home
+from mcp.base.paths import mcp_home
 from mcp.governance.errors import AuditError
 
 KEY_BYTES = 32

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from mcp.compiler.catalog import mcp_home
+from mcp.base.paths import mcp_home
 from mcp.governance.errors import SigningError
 
 CA_CERT, CA_KEY = "ca.pem", "ca.key"

@@ -16,6 +16,7 @@ from pathlib import Path
 from mcp.backends.base import Backend
 from mcp.backends.registry import ModelSources, check_available, create_backend
 from mcp.base.errors import ConfigError
+from mcp.base.paths import mcp_home
 from mcp.compiler import catalog
 from mcp.compiler.compiler import compile_model
 from mcp.engine.tokenizer import Tokenizer
@@ -72,7 +73,7 @@ def resolve_model(name_or_path: str) -> ModelUnderTest:
     if not gguf.is_file():
         raise ConfigError(f"--model {name_or_path!r}: no such GGUF file")
     sha = file_sha256(gguf)
-    compiled = catalog.mcp_home() / "consistency" / f"{gguf.stem}-{sha[:16]}.mcp"
+    compiled = mcp_home() / "consistency" / f"{gguf.stem}-{sha[:16]}.mcp"
     if not compiled.exists():
         compiled.parent.mkdir(parents=True, exist_ok=True)
         partial = compiled.with_suffix(".partial")
