@@ -101,8 +101,8 @@ def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
     from mcp.gateway.route_commands import add_route_commands
     from mcp.governance.attestation.commands import add_attest_commands
     from mcp.governance.audit.commands import add_audit_commands
-    from mcp.governance.compliance.commands import add_compliance_commands
-    from mcp.governance.evidence.commands import add_bundle_commands
+    from mcp.commands.compliance import add_compliance_commands
+    from mcp.commands.evidence import add_bundle_commands
     from mcp.governance.signing.commands import add_signing_commands
     from mcp.serving.isolation.commands import add_sandbox_commands
 

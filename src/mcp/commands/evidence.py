@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mcp.governance.compliance.commands import FRAMEWORKS
+from mcp.commands.compliance import FRAMEWORKS
 from mcp.governance.signing.commands import add_identity_arguments
 
 DEFAULT_CONFIG = Path("mcp-config.yaml")
