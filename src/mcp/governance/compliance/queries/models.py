@@ -51,12 +51,9 @@ def _lineage_of(ref: ModelFileRef) -> tuple[str, bool]:
 
 
 def _registry_lineage(context: EvidenceContext) -> list[str]:
-    if context.registry_url is None:
+    if context.registry_versions is None:
         return []
-    from mcp.gateway.registry.registry import Registry
-
-    with Registry.open(context.registry_url) as registry:
-        versions = registry.versions()
+    versions = context.registry_versions()
     with_lineage = [v for v in versions if v.lineage]
     return [f"registry: {len(with_lineage)} of {len(versions)} model version(s) carry lineage"
             + "".join(f"; {v.model_id} has none" for v in versions if not v.lineage)]
