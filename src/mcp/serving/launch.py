@@ -22,8 +22,9 @@ from mcp.config.serving import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost
-from mcp.serving.http.app import ServerState, create_app
+from mcp.serving.http.app import create_app
 from mcp.serving.measured import model_loader, observe_models, start_attestation
+from mcp.serving.state import ServerState
 from mcp.serving.tenants import TenantDirectory
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from mcp.serving.host import ModelHost, ModelLoader, ModelVersion, default_loade
 if TYPE_CHECKING:
     from mcp.governance.attestation.attestor import Attestor
     from mcp.governance.plane import GovernancePlane
-    from mcp.serving.http.app import ServerState
+    from mcp.serving.state import ServerState
 
 
 def start_attestation(config: RuntimeConfig, config_source: str | None,

@@ -26,7 +26,7 @@ from mcp.serving.grpc.interceptor import RequestContextInterceptor
 from mcp.serving.grpc.service import SERVICE_NAME, InferenceServicer
 
 if TYPE_CHECKING:
-    from mcp.serving.http.app import ServerState
+    from mcp.serving.state import ServerState
 
 
 class GrpcServer:

@@ -34,7 +34,7 @@ from mcp.serving.measured import swap_measured
 
 if TYPE_CHECKING:
     from mcp.governance.plane import Inference
-    from mcp.serving.http.app import ServerState
+    from mcp.serving.state import ServerState
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["InferenceService"].full_name
 

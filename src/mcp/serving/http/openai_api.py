@@ -33,8 +33,8 @@ from mcp.serving.generation import ChoiceEvent, Generation, Prompt
 from mcp.serving.host import ModelVersion
 from mcp.serving.http import render
 from mcp.serving.http import schemas as s
-from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import caller_of, state_of
+from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from mcp.base.errors import ModelNotFoundError
 from mcp.serving.http import schemas as s
-from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import state_of
 from mcp.serving.http.openai_api import ERRORS
+from mcp.serving.state import ServerState
 
 router = APIRouter(tags=["operations"])
 
