@@ -9,6 +9,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mcp.runtime import moved
+
+moved.install()
+
 _EXPORTS = {
     "Session": "mcp.runtime.session",
     "Model": "mcp.runtime.model",
