@@ -59,7 +59,8 @@ def _close_open_loops() -> None:
 
 
 class EngineLoop:
-    """Serves one ``NativeEngine``'s requests from a daemon thread. Thread-safe."""
+    """Serves one ``NativeEngine``'s requests from a daemon thread: a ``RequestLoop``
+    (engine/contracts.py). Thread-safe."""
 
     def __init__(self, engine: NativeEngine, config: LoopConfig = LoopConfig(), hooks: HookRegistry | None = None,
                  name: str = "engine") -> None:

@@ -90,7 +90,7 @@ class Session:
             loaded = self._models.pop(key, None)
         if loaded is None:
             raise ModelNotFoundError(f"no model named {key!r} is loaded; loaded: {sorted(self._models)}")
-        loaded._unload()
+        loaded.unload()
 
     def close(self) -> None:
         for key in list(self.models):

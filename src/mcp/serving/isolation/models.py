@@ -33,7 +33,8 @@ class _Plan:
 
 @dataclass
 class WorkerEngineView:
-    """What a Model reads of its engine, for an engine that lives in a worker."""
+    """What a Model reads of its engine (an ``EngineView``, engine/contracts.py), for an engine
+    that lives in a worker."""
 
     header: ModelHeader
     tokenizer: Tokenizer
@@ -87,7 +88,7 @@ class WorkerModels:
             model = self._models.pop(key, None)
         if model is None:
             raise ModelNotFoundError(f"no model named {key!r} is loaded")
-        model._unload()
+        model.unload()
 
 
 def worker_loop(model: Model) -> WorkerLoop | None:
