@@ -3,7 +3,7 @@ import-linter, the maintained tool, against the contracts in pyproject.toml.
 
 The tool runs in a child interpreter started with ``-S`` and a PYTHONPATH of the tree under test
 and the site-packages holding import-linter: no ``.pth`` file (the editable install's) can add a
-second ``mcp`` portion, so the tool reads exactly that tree.
+second ``mcp`` portion, so the tool reads exactly that tree. (It names old module paths on purpose: rewrite_imports: skip.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """How an ``EngineLoop`` schedules and how much KV cache it holds: one frozen config.
 
-``mcp-config.yaml``'s ``scheduler:`` section is validated at the edge (runtime/config.py)
+``mcp-config.yaml``'s ``scheduler:`` section is validated at the edge (config/runtime.py)
 and converted once into a ``LoopConfig``. The KV budget "auto" is resolved by the pure
 function ``kv_cache_budget`` from the model's size per token and the memory available.
 """
