@@ -150,12 +150,12 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
 
 
 def _is_current(header, entry: CatalogEntry) -> bool:
-    """Made from this entry's source by an ``auto`` compile for this CPU's int4 byte order."""
-    from mcp.engine.quant.int4pack import runtime_layout
+    """Made from this entry's source by an ``auto`` compile in the compiler's int4 byte order."""
+    from mcp.compiler.compiler import PACKED_LAYOUT
 
     layouts = {spec.layout for spec in header.tensors if spec.layout}
     return (
         header.lineage.source_sha256 == entry.gguf_sha256
         and header.lineage.recipe.get("precision") == "auto"
-        and layouts <= {runtime_layout()}
+        and layouts <= {PACKED_LAYOUT}
     )

@@ -30,7 +30,6 @@ from mcp.engine.quant.int4pack import (
     codes_from_blocks,
     kernel_scale_and_zero,
     pack,
-    runtime_layout,
     stored_qparams,
 )
 from mcp.engine.quant.int8 import codes_from_q8_0
@@ -64,6 +63,10 @@ PRECISION_ENCODINGS = {
 # exact), other matrices as bf16.
 PRECISION_CHOICES = ("auto", "source", *PRECISION_ENCODINGS)
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
+PACKED_LAYOUT = "rows"
+"""The byte order packed int4 matrices are written in: the native kernels' (``rows``), whatever
+machine compiles. A file is data: the same source and recipe give the same bytes on every CPU,
+and an engine without the native kernels repacks to its torch layout at load (engine/weights.py)."""
 _QPARAMS_ENCODINGS = {source: "f16" if dtype == torch.float16 else "f32" for source, dtype in QPARAMS_DTYPES.items()}
 _BLOCK_QTYPES = {encoding: GGMLQuantizationType[encoding.upper()] for encoding in BLOCK_ENCODINGS}
 
@@ -247,7 +250,7 @@ def _specs(tensor: SourceTensor, encoding: str) -> tuple[TensorSpec, ...]:
     if encoding != INT4_ENCODING:
         return (TensorSpec(tensor.name, encoding, tensor.shape, sha256=""),)
     return (
-        TensorSpec(tensor.name, encoding, tensor.shape, sha256="", layout=runtime_layout()),
+        TensorSpec(tensor.name, encoding, tensor.shape, sha256="", layout=PACKED_LAYOUT),
         TensorSpec(tensor.name + QPARAMS_SUFFIX, _QPARAMS_ENCODINGS[tensor.encoding], (rows, cols // GROUP_SIZE, 2),
                    sha256=""),
         TensorSpec(tensor.name + SCALE_ZERO_SUFFIX, "bf16", (cols // GROUP_SIZE, rows, 2), sha256=""),
@@ -269,7 +272,7 @@ def _loaders(tensor: SourceTensor, encoding: str) -> dict[str, Callable[[], Tens
 def _int4_parts(tensor: SourceTensor, blocks: torch.Tensor) -> list[torch.Tensor]:
     """A 4-bit GGUF tensor re-laid as packed int4: codes, qparams, the torch kernel's scale_zero."""
     codes, qparams = codes_from_blocks(blocks, tensor.encoding, tensor.shape)
-    return [pack(codes, runtime_layout()), stored_qparams(qparams, tensor.encoding),
+    return [pack(codes, PACKED_LAYOUT), stored_qparams(qparams, tensor.encoding),
             kernel_scale_and_zero(qparams, torch.bfloat16)]
 
 
