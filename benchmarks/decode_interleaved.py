@@ -127,7 +127,7 @@ def _ours(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
 
     from enginebench.ours import decode_tps
     from mcp.engine.loop_config import LoopConfig
-    from mcp.modelfile import catalog
+    from mcp.compiler import catalog
     from mcp.runtime import RuntimeConfig, Session
 
     torch.set_num_threads(threads)
@@ -140,7 +140,7 @@ def _ours(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
 def _lean(prompt: str, tokens: int, threads: int, kv_cache_dtype: str):
     from enginebench.ours import decode_tps
     from mcp.engine.lean import LeanModel
-    from mcp.modelfile import catalog
+    from mcp.compiler import catalog
 
     model = LeanModel(catalog.compiled_path(catalog.DEFAULT_MODEL), num_threads=threads,
                       kv_cache_dtype="f16" if kv_cache_dtype == "f16" else "f32", prefix_caching=False)
@@ -151,7 +151,7 @@ def _llamacpp(prompt: str, tokens: int, threads: int):
     import numpy
 
     from enginebench.llamacpp import decode_tps, load
-    from mcp.modelfile import catalog
+    from mcp.compiler import catalog
 
     llm = load(str(catalog.fetch_source(catalog.DEFAULT_MODEL)), tokens + 64 + 5 * len(prompt.split()), threads)
     return lambda: decode_tps(llm, prompt, tokens, numpy)

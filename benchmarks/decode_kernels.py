@@ -21,11 +21,11 @@ from pathlib import Path
 
 import torch
 
+from mcp.compiler import catalog
+from mcp.compiler.compiler import compile_model
 from mcp.engine import kernels
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.kernels import QuantMatrix
-from mcp.modelfile import catalog
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 
 

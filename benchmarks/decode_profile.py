@@ -17,9 +17,9 @@ import time
 
 import torch
 
-from mcp.runtime.config import RuntimeConfig
+from mcp.compiler import catalog
+from mcp.config.runtime import RuntimeConfig
 from mcp.runtime.session import Session
-from mcp.modelfile import catalog
 
 PROMPT = "The capital of France is"
 

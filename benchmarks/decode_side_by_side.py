@@ -24,8 +24,8 @@ import time
 import numpy
 import torch
 
-from mcp.modelfile import catalog
-from mcp.runtime.config import RuntimeConfig
+from mcp.compiler import catalog
+from mcp.config.runtime import RuntimeConfig
 from mcp.runtime.session import Session
 
 PROMPT = "The capital of France is"

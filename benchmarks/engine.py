@@ -89,8 +89,8 @@ def _engine_list(text: str) -> list[str]:
 def _prepare(args, settings: Settings, folder: Path) -> tuple[WorkerSpec, str]:
     """The model files and the prompts every engine gets."""
     from mcp.engine.tokenizer import Tokenizer
-    from mcp.modelfile import catalog
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler import catalog
+    from mcp.compiler.compiler import compile_model
     from mcp.modelfile.reader import open_model
 
     gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)

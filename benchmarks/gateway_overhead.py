@@ -96,7 +96,7 @@ def _start_gateway(folder: Path, upstream: str, model: str, processes: list) -> 
 
 
 def _spawn(command: list[str], port: int, ready: str, log: Path, processes: list) -> str:
-    process = subprocess.Popen([sys.executable, "-m", "mcp.runtime.cli", *command], stdout=log.open("wb"),
+    process = subprocess.Popen([sys.executable, "-m", "mcp.commands.cli", *command], stdout=log.open("wb"),
                                stderr=subprocess.STDOUT)
     processes.append(process)
     url = f"http://127.0.0.1:{port}"
@@ -117,8 +117,8 @@ def _tiny_model(folder: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from mcp.modelfile import catalog
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler import catalog
+    from mcp.compiler.compiler import compile_model
 
     gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
     torch.manual_seed(0)

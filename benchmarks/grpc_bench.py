@@ -28,7 +28,7 @@ import grpc
 import httpx
 import yaml
 
-from mcp.runtime.config import RuntimeConfig
+from mcp.config.runtime import RuntimeConfig
 from mcp.runtime.session import Session
 from mcp.serving.grpc._gen import inference_pb2 as pb
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
@@ -125,7 +125,7 @@ def _start_server(model: str, folder: Path,
               "serving": {"port": http_port, "models": [{"name": "m", "source": model, "version": "1"}],
                           "grpc": {"enabled": True, "port": grpc_port}}}
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
-    server = subprocess.Popen([sys.executable, "-m", "mcp.runtime.cli", "serve", "--config",
+    server = subprocess.Popen([sys.executable, "-m", "mcp.commands.cli", "serve", "--config",
                                str(folder / "config.yaml")], stderr=subprocess.DEVNULL)
     channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
     try:

@@ -37,8 +37,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from enginebench.spec import numbered_words  # noqa: E402
+from mcp.compiler import catalog  # noqa: E402
 from mcp.engine import kernels  # noqa: E402
-from mcp.modelfile import catalog  # noqa: E402
 from mcp.runtime import RuntimeConfig, Session  # noqa: E402
 
 GREEDY = {"temperature": 0.0, "ignore_eos": True}

@@ -20,10 +20,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from mcp.compiler import catalog  # noqa: E402
+from mcp.compiler.compiler import compile_model  # noqa: E402
 from mcp.engine.engine import EngineOptions, NativeEngine  # noqa: E402
 from mcp.engine.sampler import SamplingParams  # noqa: E402
-from mcp.modelfile import catalog  # noqa: E402
-from mcp.modelfile.compiler import compile_model  # noqa: E402
 from mcp.modelfile.reader import open_model  # noqa: E402
 
 PROMPTS = [

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import torch
 
+from mcp.compiler import catalog
+from mcp.compiler.compiler import compile_model
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.models.llama_step import unsupported
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
-from mcp.modelfile import catalog
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 from mcp.ops.quality import agreement, score_all, token_sequences
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
+from mcp.base.errors import CapacityError
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.scheduler.policy import FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.request import Request
@@ -24,7 +25,6 @@ from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass
 from mcp.engine.scheduler.step import PacingConfig
 from mcp.ops.loadgen.mix import DEFAULT_CLASS_MIX, parse_class_mix
 from mcp.ops.loadgen.workload import WorkloadSpec, build_workload
-from mcp.runtime.errors import CapacityError
 
 CHARS_PER_TOKEN, CHAT_TEMPLATE_TOKENS = 4, 20  # prompt length estimate: no tokenizer in the loop
 

@@ -33,6 +33,7 @@ sys.path.insert(0, str(HERE))
 
 from servebench import llama_server, results  # noqa: E402
 
+from mcp.base.errors import MCPError  # noqa: E402
 from mcp.ops.loadgen.bench import run_bench  # noqa: E402
 from mcp.ops.loadgen.calibrate import calibrate  # noqa: E402
 from mcp.ops.loadgen.command import workload_from_args  # noqa: E402
@@ -43,7 +44,6 @@ from mcp.ops.loadgen.report import build_report  # noqa: E402
 from mcp.ops.loadgen.sdk_target import InProcessTarget  # noqa: E402
 from mcp.ops.loadgen.session_config import session_config, session_slo_table  # noqa: E402
 from mcp.ops.loadgen.table import format_table  # noqa: E402
-from mcp.runtime.errors import MCPError  # noqa: E402
 
 SYSTEMS = ("slo", "fcfs", "llamacpp", "sdk")
 POLICIES = {"slo": "slo", "fcfs": "fcfs", "sdk": None}
@@ -109,7 +109,7 @@ def _llama_target(args: argparse.Namespace, stack: ExitStack, notes: list[str]):
 
 def _start_llama_server(args: argparse.Namespace, stack: ExitStack, notes: list[str]) -> tuple[str | None, dict]:
     """The C++ llama-server when built, else ``python -m llama_cpp.server``; (None, {}) if neither runs here."""
-    from mcp.modelfile import catalog
+    from mcp.compiler import catalog
 
     binary = args.llama_server or (llama_server.BUILT_BINARY if llama_server.BUILT_BINARY.exists() else None)
     reason = None if binary is not None else llama_server.why_not_startable()

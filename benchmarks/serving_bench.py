@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.serving_config import ServedModel
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
 
@@ -114,7 +114,7 @@ def _start_server(model: str, folder: Path, threads: int | None) -> tuple[subpro
     port = 8700 + int(time.time()) % 200
     config = {"runtime": {"device": "cpu", "num_threads": threads or "auto"}, "serving": {"port": port, "models": [{"name": "m", "source": model}]}}
     (folder / "config.yaml").write_text(yaml.safe_dump(config))
-    server = subprocess.Popen([sys.executable, "-m", "mcp.runtime.cli", "serve", "--config",
+    server = subprocess.Popen([sys.executable, "-m", "mcp.commands.cli", "serve", "--config",
                                str(folder / "config.yaml")], stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(600):

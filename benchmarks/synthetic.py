@@ -134,7 +134,7 @@ def _wanted(args) -> list[tuple[str, str | None]]:
 
 def _prepare(args, shape_name: str, quant: str | None) -> ModelFile:
     """The GGUF (cached, or written and quantized now) and the .mcp this checkout compiles from it."""
-    from mcp.modelfile import catalog
+    from mcp.compiler import catalog
 
     source = catalog.fetch_source(catalog.DEFAULT_MODEL)
     if shape_name == "default":

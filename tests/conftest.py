@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mcp.modelfile import catalog
+from mcp.compiler import catalog
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers is an oracle here, never a downloader
 
@@ -21,7 +21,7 @@ def smollm2_gguf() -> Path:
 @pytest.fixture(scope="session")
 def smollm2_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default model compiled by this checkout's compiler, GGUF blocks kept (``source``)."""
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler.compiler import compile_model
 
     out = tmp_path_factory.mktemp("models") / "smollm2-135m-instruct.mcp"
     compile_model(smollm2_gguf, out, precision="source", name=catalog.DEFAULT_MODEL)
@@ -31,7 +31,7 @@ def smollm2_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) ->
 @pytest.fixture(scope="session")
 def smollm2_auto_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default model as `mcp2026 pull` compiles it (``auto``: packed int4 + bf16 head)."""
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler.compiler import compile_model
 
     out = tmp_path_factory.mktemp("models-auto") / "smollm2-135m-instruct.mcp"
     compile_model(smollm2_gguf, out, name=catalog.DEFAULT_MODEL)
@@ -95,7 +95,7 @@ def tiny_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler.compiler import compile_model
 
     folder = tmp_path_factory.mktemp("tiny-llama")
     torch.manual_seed(0)
@@ -127,7 +127,7 @@ class ServerProcess:
         self.log_path = folder / "server.log"
         self._log = self.log_path.open("wb")
         self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen([sys.executable, "-m", "mcp.runtime.cli", "serve", "--config", str(path)],
+        self.process = subprocess.Popen([sys.executable, "-m", "mcp.commands.cli", "serve", "--config", str(path)],
                                         stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         self._wait_ready(timeout_s)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mcp.compiler.compiler import compile_model
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.sampler import SamplingParams
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 
 TINY = dict(vocab_size=49152, hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mcp.base.errors import ContextLengthError, InvalidRequestError
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.generator import Generator
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import attention_inputs, static_attention_inputs
 from mcp.engine.sampler import SamplingParams
 from mcp.modelfile.reader import open_model
-from mcp.runtime.errors import ContextLengthError, InvalidRequestError
 
 GREEDY = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
 RAW_PROMPTS = [

@@ -7,9 +7,9 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType, GGUFReader, quants
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.engine.quant import dequant, dequantize
 from mcp.modelfile.spec import BLOCK_ENCODINGS
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 # Byte offsets of the fp16 fields inside one block of each encoding.
 FP16_FIELDS = {"q4_0": (0,), "q4_1": (0, 2), "q5_0": (0,), "q5_1": (0, 2), "q8_0": (0,), "q4_k": (0, 2), "q5_k": (0, 2), "q6_k": (208,)}

@@ -20,11 +20,11 @@ import torch
 from test_kquant_model import FFN, HEAD_DIM, HIDDEN, KV_HEADS, finish_gguf, start_gguf
 from test_native_step import generate
 
+from mcp.compiler.compiler import compile_model
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.lean import LeanModel
 from mcp.engine.precision import NATIVE_KERNELS
 from mcp.engine.runner import ModelRunner, allocate_storage
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 
 llama_cpp = pytest.importorskip("llama_cpp")

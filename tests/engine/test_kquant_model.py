@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
+from mcp.compiler.compiler import compile_model
 from mcp.engine.engine import EngineOptions, NativeEngine
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import BLOCK_ENCODINGS
 

@@ -17,17 +17,17 @@ import numpy as np
 import pytest
 import torch
 
+from mcp.engine.layers.rotary import RotaryEmbedding
+from mcp.engine.layers.rotary import inverse_frequencies as torch_inverse_frequencies
 from mcp.engine.lean import LeanModel
 from mcp.engine.lean.sampling import Sampler as LeanSampler
 from mcp.engine.lean.sampling import apply_penalties as lean_penalties
 from mcp.engine.lean.sampling import filter_logits as lean_filter
 from mcp.engine.lean.weights import inverse_frequencies, rope_rows
-from mcp.engine.layers.rotary import RotaryEmbedding
-from mcp.engine.layers.rotary import inverse_frequencies as torch_inverse_frequencies
 from mcp.engine.sampler import SamplingParams, apply_penalties, filter_logits
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
 from mcp.runtime import RuntimeConfig, Session
-from mcp.runtime.errors import (CapacityError, ConfigError, ContextLengthError, InvalidRequestError,
+from mcp.base.errors import (CapacityError, ConfigError, ContextLengthError, InvalidRequestError,
                                 ModelFormatError)
 
 GREEDY = {"temperature": 0.0}

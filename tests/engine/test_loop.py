@@ -20,7 +20,7 @@ from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
-from mcp.runtime.errors import (CapacityError, ContextLengthError, EngineError, InvalidRequestError,
+from mcp.base.errors import (CapacityError, ContextLengthError, EngineError, InvalidRequestError,
                                 RequestCancelled)
 
 TEXTS = [

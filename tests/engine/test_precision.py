@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import torch
 
+from mcp.base.errors import ConfigError
 from mcp.engine.precision import Hardware, TensorPlan, resolve
 from mcp.engine.quant import int4pack
 from mcp.engine.quant.dequant import dequantize
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import PrecisionPlan, TensorSpec
-from mcp.runtime.errors import ConfigError
 
 AMX = Hardware("cpu", "AVX512", native_bf16=True, amx=True)
 ZEN3 = Hardware("cpu", "AVX2", native_bf16=False, amx=False)

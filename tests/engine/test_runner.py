@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mcp.base.errors import ConfigError
 from mcp.engine.engine import NativeEngine
-from mcp.engine.layers.attention import paged_attention_inputs
 from mcp.engine.kv.paged import PagedKVStorage
+from mcp.engine.layers.attention import paged_attention_inputs
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.engine.sampler import SamplingParams
-from mcp.runtime.errors import ConfigError
 
 BLOCK = 16
 NUM_BLOCKS = 24

@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
+from mcp.base.errors import InvalidRequestError
 from mcp.engine import sampler as sampler_module
 from mcp.engine.sampler import Sampler, SampledToken, SamplingParams, apply_penalties, filter_logits, first_argmax
-from mcp.runtime.errors import InvalidRequestError
 
 # Probabilities 0.5, 0.3, 0.15, 0.05 (sum 1), as logits.
 CRAFTED = torch.tensor([0.5, 0.3, 0.15, 0.05]).log()

@@ -10,9 +10,9 @@ from datetime import datetime
 import gguf
 import pytest
 
+from mcp.base.errors import InvalidRequestError, ModelFormatError
+from mcp.compiler.gguf_tokenizer import tokenizer_spec_from_gguf
 from mcp.engine.tokenizer import Tokenizer
-from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
-from mcp.runtime.errors import InvalidRequestError, ModelFormatError
 
 import transformers  # noqa: E402  (test extra: pip install -e ".[test]")
 

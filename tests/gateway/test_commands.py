@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mcp.runtime.cli import main
+from mcp.commands.cli import main
 
 
 @pytest.fixture

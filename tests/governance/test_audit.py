@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
+from mcp.commands.cli import main
 from mcp.governance.audit import schema
 from mcp.governance.audit.chain import record_hash
 from mcp.governance.audit.log import AuditEntry, AuditLog, Capture
 from mcp.governance.audit.maintenance import erase_subject, export_subject, prune
 from mcp.governance.audit.verify import verify
-from mcp.runtime.cli import main
 
 
 def _entry(i: int, subject: str | None = None, at_us: int = 0) -> AuditEntry:

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from mcp.commands.cli import main
 from mcp.governance.audit import schema
 from mcp.governance.audit.database import open_audit_engine
-from mcp.runtime.cli import main
 
 pytestmark = pytest.mark.slow
 NUM_CLIENTS = 6

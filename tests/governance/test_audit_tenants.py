@@ -11,11 +11,11 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import create_engine, select
 
+from mcp.commands.cli import main
 from mcp.governance.audit import schema
 from mcp.governance.audit.database import MIGRATIONS, open_audit_engine
 from mcp.governance.audit.keys import AuditKeys
@@ -26,7 +26,6 @@ from mcp.governance.plane import GovernancePlane, InferenceOutcome, InferenceReq
 from mcp.governance.policy.bundle import SHIPPED
 from mcp.governance.policy.engine import RegoPolicyEngine
 from mcp.governance.tracing.spans import InferenceTracer
-from mcp.runtime.cli import main
 
 
 def _cli(capsys, audit_url: str, key_file: Path, *args: str) -> list[str]:

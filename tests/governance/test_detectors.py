@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from mcp.base.errors import ConfigError
 from mcp.governance.detectors.scanner import Scanner
-from mcp.runtime.errors import ConfigError
 
 SCANNER = Scanner(("Project Falcon", "wire transfer"))
 

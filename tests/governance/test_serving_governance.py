@@ -16,9 +16,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from otlp_receiver import OTLPReceiver  # noqa: E402
 
+from mcp.commands.cli import main  # noqa: E402
 from mcp.governance.audit.keys import AuditKeys  # noqa: E402
 from mcp.governance.policy.bundle import SHIPPED  # noqa: E402
-from mcp.runtime.cli import main  # noqa: E402
 
 KEY = "AKIAIOSFODNN7EXAMPLE"
 # a rule that answers malformed items for one tenant only (so the start-up check passes)

@@ -13,9 +13,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from bad_files import with_header, write_tiny_model  # noqa: E402
 
+from mcp.base.errors import ModelFormatError  # noqa: E402
 from mcp.engine.engine import EngineOptions, NativeEngine  # noqa: E402
 from mcp.modelfile.reader import open_model  # noqa: E402
-from mcp.runtime.errors import ModelFormatError  # noqa: E402
 
 Q_PROJ = "model.layers.0.self_attn.q_proj.weight"
 
@@ -110,7 +110,7 @@ def test_a_foreign_file_is_refused_without_echoing_its_bytes(tmp_path):
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mcp.runtime.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "mcp.commands.cli", *args], capture_output=True, text=True,
                           timeout=300)
 
 

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 
-from mcp.modelfile import catalog
-from mcp.modelfile.compiler import compile_model
+from mcp.base.errors import DownloadError, ModelNotFoundError
+from mcp.compiler import catalog
+from mcp.compiler.compiler import compile_model
 from mcp.modelfile.reader import open_model
-from mcp.runtime.errors import DownloadError, ModelNotFoundError
 
 ENTRY = catalog.CATALOG[catalog.DEFAULT_MODEL]
 

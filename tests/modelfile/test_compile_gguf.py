@@ -15,13 +15,13 @@ import torch
 from gguf import GGMLQuantizationType as QType
 from gguf.quants import dequantize, quantize
 
-from mcp.modelfile import catalog
-from mcp.modelfile.compiler import compile_model
-from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
+from mcp.base.errors import ConfigError, ModelFormatError, UnsupportedModelError
+from mcp.compiler import catalog
+from mcp.compiler.compiler import compile_model
+from mcp.compiler.gguf_tokenizer import tokenizer_spec_from_gguf
 from mcp.modelfile.inspect import describe
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import RopeScaling
-from mcp.runtime.errors import ConfigError, ModelFormatError, UnsupportedModelError
 
 
 def raises(kind: type[Exception], text: str):

@@ -12,11 +12,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from mcp.modelfile.compiler import compile_model
-from mcp.modelfile.hf_tokenizer import tokenizer_spec_from_hf_folder
+from mcp.base.errors import ConfigError, ModelFormatError, UnsupportedModelError
+from mcp.compiler.compiler import compile_model
+from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import RopeScaling
-from mcp.runtime.errors import ConfigError, ModelFormatError, UnsupportedModelError
 
 
 def raises(kind: type[Exception], text: str):

@@ -10,11 +10,11 @@ import json
 import pytest
 import torch
 
+from mcp.base.errors import ConfigError
+from mcp.commands.cli import main
 from mcp.modelfile.lineage_file import load_lineage_file, parse_dataset_flag
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import Dataset, ModelHeader
-from mcp.runtime.cli import main
-from mcp.runtime.errors import ConfigError
 
 LINEAGE_YAML = """\
 base_model: HuggingFaceTB/SmolLM2-135M

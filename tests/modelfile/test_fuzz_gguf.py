@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
+from mcp.base.errors import ModelFormatError
+from mcp.compiler.compiler import compile_model
 from mcp.engine.engine import EngineOptions, NativeEngine
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
-from mcp.runtime.errors import ModelFormatError
 
 _FOLDER = Path(tempfile.mkdtemp(prefix="mcp-fuzz-gguf-"))
 # ggml's byte-level alphabet: the 64 tokens are plain ASCII letters and digits
@@ -183,7 +183,7 @@ def test_corrupt_ggufs_are_model_format_errors(tmp_path, key, value, expected):
 @pytest.mark.slow
 def test_cli_compile_of_a_gguf_with_zero_heads_is_one_line_and_exit_2(tmp_path):
     src = write_gguf(tmp_path / "zero-heads.gguf", {**METADATA, "llama.attention.head_count": 0}, TENSORS)
-    done = subprocess.run([sys.executable, "-m", "mcp.runtime.cli", "compile", str(src), "-o",
+    done = subprocess.run([sys.executable, "-m", "mcp.commands.cli", "compile", str(src), "-o",
                            str(tmp_path / "out.mcp")], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from bad_files import McpParts, write_tiny_model  # noqa: E402
 
+from mcp.base.errors import ModelFormatError  # noqa: E402
 from mcp.engine.engine import EngineOptions, NativeEngine  # noqa: E402
 from mcp.modelfile.inspect import describe  # noqa: E402
 from mcp.modelfile.reader import open_model  # noqa: E402
-from mcp.runtime.errors import ModelFormatError  # noqa: E402
 
 _FOLDER = Path(tempfile.mkdtemp(prefix="mcp-fuzz-"))
 _BASE = write_tiny_model(_FOLDER / "base.mcp").read_bytes()

@@ -22,10 +22,10 @@ import pytest
 import regex
 from tokenizers import ByteLevelBPETokenizer, SentencePieceBPETokenizer
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
+from mcp.compiler.gguf_tokenizer import tokenizer_spec_from_gguf
+from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.engine.tokenizer import Tokenizer
-from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
-from mcp.modelfile.hf_tokenizer import tokenizer_spec_from_hf_folder
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 import transformers  # noqa: E402  (test extra: pip install -e ".[test]")
 

@@ -15,10 +15,10 @@ import torch
 from safetensors.numpy import save_file as save_numpy
 from safetensors.torch import load_file
 
+from mcp.base.errors import ConfigError, ModelFormatError, ModelNotFoundError
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import TensorSpec, stored_shape
 from mcp.modelfile.writer import write_model
-from mcp.runtime.errors import ConfigError, ModelFormatError, ModelNotFoundError
 
 
 def raises(kind: type[Exception], text: str):

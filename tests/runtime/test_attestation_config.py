@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.attestation_config import AttestationConfig, SevSnpConfig, TpmConfig
-from mcp.runtime.config import load_config
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
+from mcp.config.attestation import AttestationConfig, SevSnpConfig, TpmConfig
+from mcp.config.runtime import load_config
 
 
 def test_absent_section_is_off_and_empty_section_has_defaults(tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from mcp.config.runtime import RuntimeConfig, load_config
 from mcp.runtime import ConfigError, Session
-from mcp.runtime.config import RuntimeConfig, load_config
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "mcp-config.yaml"
 

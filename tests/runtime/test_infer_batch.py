@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
+from mcp.config.runtime import RuntimeConfig
 from mcp.runtime import ContextLengthError, InferResult, InvalidRequestError, Session
-from mcp.runtime.config import RuntimeConfig
 
 GREEDY = {"temperature": 0.0, "max_tokens": 10}
 PROMPTS = [

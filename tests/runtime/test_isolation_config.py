@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.config import config_from_dict
-from mcp.runtime.errors import ConfigError
-from mcp.runtime.isolation_config import WorkerLimits, address_space_bytes, default_isolation, resolve_isolation
+from mcp.base.errors import ConfigError
+from mcp.config.isolation import WorkerLimits, address_space_bytes, default_isolation, resolve_isolation
+from mcp.config.runtime import config_from_dict
 
 
 def test_worker_is_the_default_on_linux_only():

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mcp.base.errors import ConfigError
+from mcp.config.runtime import RuntimeConfig
 from mcp.engine.loop_config import LoopConfig
 from mcp.runtime import Session
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ConfigError
 
 KV_BYTES = 128 * 16 * 46080  # 128 blocks of 16 tokens for SmolLM2 in fp32, 256 in halves
 # Prompts whose greedy continuations on the fp32 cache have no near-tie in their first 24

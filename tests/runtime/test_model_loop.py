@@ -8,12 +8,12 @@ import threading
 
 import pytest
 
+from mcp.config.runtime import RuntimeConfig
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
 from mcp.runtime import CapacityError, InvalidRequestError, RequestCancelled, Session
-from mcp.runtime.config import RuntimeConfig
 
 GREEDY = {"temperature": 0.0, "max_tokens": 12}
 PROMPTS = [

@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from mcp.runtime.config import config_from_dict
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
+from mcp.config.runtime import config_from_dict
 
 KEY = hashlib.sha256(b"secret").hexdigest()
 

@@ -15,7 +15,7 @@ from mcp.runtime import (
     ModelNotFoundError,
     Session,
 )
-from mcp.runtime.config import RuntimeConfig
+from mcp.config.runtime import RuntimeConfig
 
 GREEDY = {"temperature": 0.0, "max_tokens": 24}
 PROMPT = "Explain quantum entanglement in simple terms."

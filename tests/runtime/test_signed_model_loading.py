@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from mcp.base.errors import ConfigError, ModelSignatureError
+from mcp.config.runtime import config_from_dict, load_config
 from mcp.governance.signing.keys import init_keys, load_identity
 from mcp.governance.signing.models import sign_model
-from mcp.runtime.config import config_from_dict, load_config
-from mcp.runtime.errors import ConfigError, ModelSignatureError
 from mcp.runtime.session import Session
 from mcp.serving.errors import describe
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
+from mcp.config.runtime import RuntimeConfig
 from mcp.engine.loop_config import LoopConfig
 from mcp.runtime import Session
-from mcp.runtime.config import RuntimeConfig
 
 PROMPT = "Tell me a long story about a dragon."
 LONG = {"temperature": 0.0, "max_tokens": 300, "ignore_eos": True}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from mcp.config.runtime import RuntimeConfig
 from mcp.runtime import InvalidRequestError, Session
-from mcp.runtime.config import RuntimeConfig
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.errors import (
+from mcp.base.errors import (
     CapacityError,
     ConfigError,
     ContextLengthError,

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ConfigError, ModelNotFoundError
-from mcp.runtime.serving_config import ServedModel, ServingConfig
+from mcp.base.errors import ConfigError, ModelNotFoundError
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
 

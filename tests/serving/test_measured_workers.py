@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from mcp.config.runtime import config_from_dict
+from mcp.config.serving import ServedModel
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.config import config_from_dict
-from mcp.runtime.serving_config import ServedModel
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
 from mcp.serving.isolation.models import worker_report

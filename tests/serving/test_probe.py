@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.errors import InvalidRequestError
+from mcp.base.errors import InvalidRequestError
 from mcp.serving.probe import ProbeWindow, Sample, parse_window
 
 

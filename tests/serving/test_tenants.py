@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.serving_config import Tenant
+from mcp.config.serving import Tenant
 from mcp.serving.errors import AuthenticationError, FieldError, PermissionDeniedError, RateLimitedError
 from mcp.serving.tenants import RateLimiter, TenantDirectory, hash_key
 

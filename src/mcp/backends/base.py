@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from mcp.runtime.errors import MCPError
+from mcp.base.errors import MCPError
 
 
 class BackendError(MCPError):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from mcp.base.errors import ConfigError, ModelFormatError
 from mcp.engine.generator import Generator
 from mcp.engine.layers.linear import PackedLinear
 from mcp.engine.models import model_class
@@ -18,7 +19,6 @@ from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
 from mcp.engine.weights import ModelWeights
 from mcp.modelfile.reader import ModelFile
-from mcp.runtime.errors import ConfigError, ModelFormatError
 
 
 @dataclass(frozen=True)

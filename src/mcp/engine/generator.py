@@ -13,13 +13,13 @@ from collections.abc import Callable, Iterator, Sequence
 
 import torch
 
+from mcp.base.errors import InvalidRequestError
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import attention_inputs, static_attention_inputs
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.sequence import CancelCheck, SequenceState, StepOutput, check_prompt
 from mcp.engine.tokenizer import Tokenizer
-from mcp.runtime.errors import InvalidRequestError
 
 # Prompts padded into one prefill forward may differ by this many tokens: a forward over
 # a few rows costs about as much as reading the weights once, so some padding is cheaper

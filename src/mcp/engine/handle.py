@@ -14,10 +14,10 @@ import queue
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 
+from mcp.base.errors import InvalidRequestError, MCPError
 from mcp.engine.hooks import RequestTimings
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.errors import InvalidRequestError, MCPError
 
 
 @dataclass(frozen=True)

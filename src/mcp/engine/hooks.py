@@ -22,33 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.runtime.errors import InvalidRequestError
+from mcp.base.errors import InvalidRequestError
+from mcp.base.timing import RequestTimings  # noqa: F401  (its home before base; events carry it)
 
 HOOK_NAMES = ("on_sequence_start", "on_token_generated", "on_generation_complete")
 logger = logging.getLogger("mcp.engine.hooks")
-
-
-@dataclass(frozen=True)
-class RequestTimings:
-    """``time.monotonic()`` seconds: submitted, first token (None before it), ended (None before),
-    and scheduled: when its first chunk went into a step, leaving the queue (None if it never did)."""
-
-    arrival_s: float
-    first_token_s: float | None = None
-    finished_s: float | None = None
-    scheduled_s: float | None = None
-
-    @property
-    def queue_s(self) -> float | None:
-        return None if self.scheduled_s is None else self.scheduled_s - self.arrival_s
-
-    @property
-    def ttft_s(self) -> float | None:
-        return None if self.first_token_s is None else self.first_token_s - self.arrival_s
-
-    @property
-    def total_s(self) -> float | None:
-        return None if self.finished_s is None else self.finished_s - self.arrival_s
 
 
 @dataclass(frozen=True)

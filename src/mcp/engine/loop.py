@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 import torch
 
+from mcp.base.errors import EngineError, InvalidRequestError, RequestCancelled
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookRegistry
@@ -43,7 +44,6 @@ from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.scheduler.request import Request, RequestStatus
 from mcp.engine.scheduler.scheduler import Scheduler, SchedulerOutput
 from mcp.engine.sequence import SequenceState, check_prompt
-from mcp.runtime.errors import EngineError, InvalidRequestError, RequestCancelled
 
 logger = logging.getLogger("mcp.engine.loop")
 _IDLE_WAIT_S = 0.005  # a step that scheduled nothing (a request preempted itself) waits this long
@@ -59,7 +59,8 @@ def _close_open_loops() -> None:
 
 
 class EngineLoop:
-    """Serves one ``NativeEngine``'s requests from a daemon thread. Thread-safe."""
+    """Serves one ``NativeEngine``'s requests from a daemon thread: a ``RequestLoop``
+    (engine/contracts.py). Thread-safe."""
 
     def __init__(self, engine: NativeEngine, config: LoopConfig = LoopConfig(), hooks: HookRegistry | None = None,
                  name: str = "engine") -> None:

@@ -1,6 +1,6 @@
 """How an ``EngineLoop`` schedules and how much KV cache it holds: one frozen config.
 
-``mcp-config.yaml``'s ``scheduler:`` section is validated at the edge (runtime/config.py)
+``mcp-config.yaml``'s ``scheduler:`` section is validated at the edge (config/runtime.py)
 and converted once into a ``LoopConfig``. The KV budget "auto" is resolved by the pure
 function ``kv_cache_budget`` from the model's size per token and the memory available.
 """
@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from mcp.base.errors import ConfigError
 from mcp.engine.scheduler.policy import FairShare, FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
 from mcp.engine.scheduler.step import PacingConfig
-from mcp.runtime.errors import ConfigError
 
 POLICIES = ("slo", "fcfs")
 # What the KV cache holds: "auto" the activations' dtype (fp32 on a CPU with the native

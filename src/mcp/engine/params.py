@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, fields
 from typing import Any
 
-from mcp.runtime.errors import InvalidRequestError
+from mcp.base.errors import InvalidRequestError
 
 MAX_STOP_STRINGS = 16
 MAX_LOGPROBS = 20

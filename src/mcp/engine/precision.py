@@ -24,11 +24,11 @@ from pathlib import Path
 
 import torch
 
+from mcp.base.errors import ConfigError
 from mcp.engine import kernels
 from mcp.engine.quant import int8
 from mcp.engine.quant.int4pack import INT4_SOURCES, can_pack
 from mcp.modelfile.spec import QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, PrecisionPlan, TensorSpec
-from mcp.runtime.errors import ConfigError
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 PRECISION_CHOICES = ("auto", "fp32", "bf16", "f16", "int4", "int8")

@@ -16,12 +16,12 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from mcp.base.errors import ConfigError
 from mcp.engine.kv.manager import DROPPED_BLOCK
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.attention import PagedAttentionInputs, paged_attention_inputs
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.models.llama_step import NativeDecodeStep
-from mcp.runtime.errors import ConfigError
 
 
 @dataclass(frozen=True)

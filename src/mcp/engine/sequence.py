@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mcp.base.errors import ContextLengthError, InvalidRequestError
 from mcp.engine.params import SampledToken, SamplingParams
 from mcp.engine.stop import StopChecker
 from mcp.engine.tokenizer import Tokenizer
-from mcp.runtime.errors import ContextLengthError, InvalidRequestError
 
 
 def check_prompt(prompt_ids: Sequence[int], max_context: int) -> None:

@@ -23,10 +23,10 @@ from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from tokenizers import processors
 
+from mcp.base.arguments import check_unicode
+from mcp.base.errors import InvalidRequestError, ModelFormatError
 from mcp.engine.heap import release_free_memory
 from mcp.modelfile.spec import TokenizerSpec
-from mcp.runtime.arguments import check_unicode
-from mcp.runtime.errors import InvalidRequestError, ModelFormatError
 
 _REPLACEMENT = "\ufffd"  # what a decoder writes for bytes that are not (yet) a whole character
 

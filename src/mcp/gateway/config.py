@@ -21,9 +21,9 @@ from pathlib import Path
 import pydantic
 import yaml
 
+from mcp.config.serving import ServedModel, ServedModelSection, Tenant, TenantSection
 from mcp.gateway.errors import GatewayConfigError
 from mcp.gateway.pools.spec import BreakerSpec, HealthSpec, MemberSpec, PoolSpec
-from mcp.runtime.serving_config import ServedModel, ServedModelSection, Tenant, TenantSection
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

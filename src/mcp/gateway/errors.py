@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp.runtime.errors import ConfigError, MCPError
+from mcp.base.errors import ConfigError, MCPError
 
 
 class RegistryError(MCPError):

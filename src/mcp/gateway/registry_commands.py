@@ -92,7 +92,7 @@ def _checked_signature(path: Path, artifact, ca: Path):
 
     from mcp.gateway.errors import RegistryError
     from mcp.governance.signing.models import signature_path, trusted_certificates, verify_model
-    from mcp.runtime.errors import ModelSignatureError
+    from mcp.base.errors import ModelSignatureError
 
     if artifact.format != "mcp":
         raise RegistryError(f"--ca checks signatures of .mcp files; {path} is {artifact.format}")

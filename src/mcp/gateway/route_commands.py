@@ -56,7 +56,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _pairs(items: list[str]) -> dict[str, str]:
-    from mcp.runtime.errors import InvalidRequestError
+    from mcp.base.errors import InvalidRequestError
 
     pairs = {}
     for item in items:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp.runtime.errors import MCPError, PolicyDenied
+from mcp.base.errors import MCPError, PolicyDenied
 
 
 class PolicyError(MCPError):

@@ -21,19 +21,19 @@ from typing import Any
 
 import anyio.to_thread
 
+from mcp.base.errors import MCPError
+from mcp.config.serving import GovernanceConfig
 from mcp.governance.audit.log import AuditEntry, AuditLog, Capture
 from mcp.governance.audit.maintenance import RetentionKeeper
 from mcp.governance.detectors.scanner import Finding, Scanner, redact
 from mcp.governance.errors import PolicyDeniedByRule
 from mcp.governance.guard import OutputGuard
 from mcp.governance.metrics import GovernanceMetrics
-from mcp.governance.policy.decision import Decision
 from mcp.governance.policy.bundle import SHIPPED
+from mcp.governance.policy.decision import Decision
 from mcp.governance.policy.engine import PolicyEngine, RegoPolicyEngine
 from mcp.governance.policy.opa_rest import OPAPolicyEngine
 from mcp.governance.tracing.spans import InferenceTracer, trace_id_of
-from mcp.runtime.errors import MCPError
-from mcp.runtime.serving_config import GovernanceConfig
 
 log = logging.getLogger(__name__)
 INLINE_CHARS = 8192  # prompts up to this many characters are checked on the event loop, longer ones in a thread

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from mcp.base.errors import ModelFormatError, ModelNotFoundError
 from mcp.modelfile.spec import (
     FORMAT_TAG,
     ITEM_SIZES,
@@ -27,7 +28,6 @@ from mcp.modelfile.spec import (
     stored_shape,
 )
 from mcp.modelfile.validate import check_model, check_tensor, check_types
-from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
 
 MAX_HEADER_BYTES = 100_000_000  # safetensors' own limit
 _GGUF_MAGIC = b"GGUF"

@@ -23,9 +23,9 @@ from pathlib import Path
 import pydantic
 import yaml
 
+from mcp.base.errors import ConfigError
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import Dataset
-from mcp.runtime.errors import ConfigError
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DATASET_FLAG_KEYS = ("name", "license", "sha256", "source", "path")

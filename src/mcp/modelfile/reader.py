@@ -17,10 +17,10 @@ from pathlib import Path
 
 import torch
 
+from mcp.base.errors import ModelFormatError
 from mcp.modelfile.layout import read_layout
 from mcp.modelfile.spec import ModelHeader
 from mcp.modelfile.writer import TORCH_DTYPES
-from mcp.runtime.errors import ModelFormatError
 
 
 def open_model(path: str | os.PathLike, verify: bool = False) -> ModelFile:

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from mcp.runtime.errors import ModelFormatError
+from mcp.base.errors import ModelFormatError
 
 FORMAT_TAG = "mcp"
 FORMAT_VERSION = 1

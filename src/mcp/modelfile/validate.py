@@ -17,6 +17,7 @@ import types
 import typing
 from typing import Any, Union
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.modelfile.spec import (
     BLOCK_ENCODINGS,
     ENCODINGS,
@@ -29,7 +30,6 @@ from mcp.modelfile.spec import (
     ModelHeader,
     TensorSpec,
 )
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 SUPPORTED_ARCHITECTURES = ("llama",)
 ROPE_SCALING_KINDS = ("llama3", "linear", "freq_factors")

@@ -33,7 +33,7 @@ from mcp.modelfile.spec import (
     storage_dtype,
     stored_shape,
 )
-from mcp.runtime.errors import ConfigError, ModelFormatError
+from mcp.base.errors import ConfigError, ModelFormatError
 
 TORCH_DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "U8": torch.uint8,
                  "I8": torch.int8}

@@ -1,7 +1,7 @@
 """The MCP 2026 SDK: ``from mcp.runtime import Session``.
 
 Names are imported lazily (PEP 562) so that lower layers can import
-``mcp.runtime.errors`` without loading the engine and torch.
+``mcp.base.errors`` without loading the engine and torch.
 """
 
 from __future__ import annotations
@@ -9,26 +9,30 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from mcp.runtime import moved
+
+moved.install()
+
 _EXPORTS = {
     "Session": "mcp.runtime.session",
     "Model": "mcp.runtime.model",
-    "InferResult": "mcp.runtime.result",
-    "Usage": "mcp.runtime.result",
-    "Timings": "mcp.runtime.result",
-    "RuntimeConfig": "mcp.runtime.config",
-    "load_config": "mcp.runtime.config",
-    "MCPError": "mcp.runtime.errors",
-    "ConfigError": "mcp.runtime.errors",
-    "ModelNotFoundError": "mcp.runtime.errors",
-    "ModelFormatError": "mcp.runtime.errors",
-    "UnsupportedModelError": "mcp.runtime.errors",
-    "InvalidRequestError": "mcp.runtime.errors",
-    "ContextLengthError": "mcp.runtime.errors",
-    "DownloadError": "mcp.runtime.errors",
-    "CapacityError": "mcp.runtime.errors",
-    "PolicyDenied": "mcp.runtime.errors",
-    "EngineError": "mcp.runtime.errors",
-    "RequestCancelled": "mcp.runtime.errors",
+    "InferResult": "mcp.base.result",
+    "Usage": "mcp.base.result",
+    "Timings": "mcp.base.result",
+    "RuntimeConfig": "mcp.config.runtime",
+    "load_config": "mcp.config.runtime",
+    "MCPError": "mcp.base.errors",
+    "ConfigError": "mcp.base.errors",
+    "ModelNotFoundError": "mcp.base.errors",
+    "ModelFormatError": "mcp.base.errors",
+    "UnsupportedModelError": "mcp.base.errors",
+    "InvalidRequestError": "mcp.base.errors",
+    "ContextLengthError": "mcp.base.errors",
+    "DownloadError": "mcp.base.errors",
+    "CapacityError": "mcp.base.errors",
+    "PolicyDenied": "mcp.base.errors",
+    "EngineError": "mcp.base.errors",
+    "RequestCancelled": "mcp.base.errors",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -23,10 +23,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from mcp.base.arguments import check_list, check_options, check_text
+from mcp.base.errors import InvalidRequestError, MCPError
+from mcp.base.result import InferResult, Timings, TokenLogprob, Usage
+from mcp.config.runtime import GenerationDefaults
+from mcp.engine.contracts import EngineView, PrecisionPlanView, RequestLoop
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookHandle, HookRegistry
@@ -34,11 +39,8 @@ from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.sequence import StepOutput, check_prompt
+from mcp.engine.tokenizer import Tokenizer
 from mcp.modelfile.spec import ModelHeader
-from mcp.runtime.arguments import check_list, check_options, check_text
-from mcp.runtime.config import GenerationDefaults
-from mcp.runtime.errors import InvalidRequestError, MCPError
-from mcp.runtime.result import InferResult, Timings, TokenLogprob, Usage
 from mcp.runtime.stream import TextStream
 
 SAMPLING_OPTIONS = frozenset(
@@ -54,18 +56,20 @@ CHAT_OPTIONS = SAMPLING_OPTIONS | REQUEST_OPTIONS
 class Model:
     """A model loaded by ``Session.load_model``. Safe to call from several threads."""
 
-    def __init__(self, name: str, path: Path, engine: NativeEngine, defaults: GenerationDefaults,
+    def __init__(self, name: str, path: Path, engine: EngineView, defaults: GenerationDefaults,
                  loop_config: LoopConfig = LoopConfig(),
-                 make_loop: Callable[[HookRegistry], EngineLoop] | None = None) -> None:
-        """``make_loop(hooks)`` builds the loop requests go through; by default an EngineLoop
-        on ``engine`` in this process (serving's isolated workers give one of their own)."""
+                 make_loop: Callable[[HookRegistry], RequestLoop] | None = None) -> None:
+        """``engine`` is what the model reads of its engine (engine/contracts.py: a NativeEngine,
+        or serving's view of one in a worker). ``make_loop(hooks)`` builds the ``RequestLoop``
+        requests go through; by default an EngineLoop on ``engine`` in this process (serving's
+        isolated workers give a WorkerLoop)."""
         self.name = name
         self.path = path
         self._engine = engine
         self._defaults = defaults
         self._hooks = HookRegistry()
         make_loop = make_loop or (lambda hooks: EngineLoop(engine, loop_config, hooks, name))
-        self._loop: EngineLoop | None = make_loop(self._hooks)
+        self._loop: RequestLoop | None = make_loop(self._hooks)
         self._lock = threading.Lock()  # guards _engine/_loop against unload
 
     @property
@@ -89,12 +93,12 @@ class Model:
         return self._engine.max_context
 
     @property
-    def engine(self) -> NativeEngine:
+    def engine(self) -> EngineView:
         return self._engine
 
     @property
-    def loop(self) -> EngineLoop:
-        """The engine loop serving this model (``loop.stats()`` for its counters)."""
+    def loop(self) -> RequestLoop:
+        """The loop serving this model (``loop.stats()`` for its counters)."""
         return self._live_loop()
 
     def add_hook(self, name: str, callback: Callable[[Any], object]) -> HookHandle:
@@ -188,7 +192,7 @@ class Model:
         return SamplingParams.from_user(**merged)
 
     # -- running it through the loop ------------------------------------------------------
-    def _live_loop(self) -> EngineLoop:
+    def _live_loop(self) -> RequestLoop:
         with self._lock:
             if self._loop is None:
                 raise InvalidRequestError(f"model {self.name!r} has been unloaded; load it again")
@@ -255,11 +259,13 @@ class Model:
             for step in steps
         )
 
-    def _unload(self) -> None:
-        """Close the loop (requests still running end with RequestCancelled), drop the weights."""
+    def unload(self) -> None:
+        """Close the loop (requests still running end with RequestCancelled) and drop the weights;
+        the description (header, tokenizer, plan) stays readable and later calls raise a clear
+        InvalidRequestError. Idempotent. ``Session.unload_model`` also forgets the model."""
         with self._lock:
             loop, self._loop = self._loop, None
-            self._engine = _UnloadedEngine(self._engine)
+            self._engine = UnloadedEngine.of(self._engine)
         if loop is not None:
             loop.close()
 
@@ -281,14 +287,20 @@ def _wait_quietly(handle: RequestHandle) -> None:
         pass  # it was ended on purpose; how does not matter here
 
 
-class _UnloadedEngine:
-    """What a Model keeps after unload: its description, not its weights."""
+@dataclass(frozen=True)
+class UnloadedEngine:
+    """What a Model keeps after unload (an ``EngineView``): its description, not its weights."""
 
-    backend_name = NativeEngine.backend_name
+    header: ModelHeader
+    tokenizer: Tokenizer
+    precision: str
+    max_context: int
+    plan: PrecisionPlanView
+    backend_name: str = NativeEngine.backend_name
 
-    def __init__(self, engine: NativeEngine) -> None:
-        self.header = engine.header
-        self.plan = engine.plan
-        self.precision = engine.precision
-        self.max_context = engine.max_context
-        self.tokenizer = engine.tokenizer
+    @classmethod
+    def of(cls, engine: EngineView) -> UnloadedEngine:
+        if isinstance(engine, UnloadedEngine):
+            return engine
+        return cls(engine.header, engine.tokenizer, engine.precision, engine.max_context, engine.plan,
+                   engine.backend_name)

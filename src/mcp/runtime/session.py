@@ -16,12 +16,12 @@ from pathlib import Path
 
 import torch
 
+from mcp.base.errors import ConfigError, ModelNotFoundError
+from mcp.config.model_path import catalog_name, resolve_model_path
+from mcp.config.runtime import RuntimeConfig, load_config
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.modelfile.reader import open_model
-from mcp.runtime.config import RuntimeConfig, load_config
-from mcp.runtime.errors import ConfigError, ModelNotFoundError
 from mcp.runtime.model import Model
-from mcp.runtime.paths import catalog_name, resolve_model_path
 
 
 class Session:
@@ -90,7 +90,7 @@ class Session:
             loaded = self._models.pop(key, None)
         if loaded is None:
             raise ModelNotFoundError(f"no model named {key!r} is loaded; loaded: {sorted(self._models)}")
-        loaded._unload()
+        loaded.unload()
 
     def close(self) -> None:
         for key in list(self.models):

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 
+from mcp.base.result import InferResult
 from mcp.engine.handle import RequestHandle
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.result import InferResult
 
 
 class TextStream(Iterator[str]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from mcp.runtime.errors import (
+from mcp.base.errors import (
     CapacityError,
     ConfigError,
     ContextLengthError,

@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from mcp.base.result import InferResult
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.result import InferResult
 from mcp.runtime.stream import TextStream
 from mcp.serving.host import ModelVersion
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from mcp.runtime.result import InferResult
+from mcp.base.result import InferResult
 from mcp.serving.generation import Generation, Prompt
 from mcp.serving.host import ModelHost, ModelVersion
 from mcp.serving.tenants import Caller

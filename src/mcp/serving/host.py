@@ -25,9 +25,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from mcp.runtime.errors import ConfigError, ModelNotFoundError
+from mcp.base.errors import ConfigError, ModelNotFoundError
+from mcp.config.serving import ServedModel
 from mcp.runtime.model import Model
-from mcp.runtime.serving_config import ServedModel
 from mcp.runtime.session import Session
 
 Listener = Callable[["ModelVersion"], object]

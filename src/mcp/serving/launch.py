@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING
 
 import uvicorn
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ConfigError
-from mcp.runtime.serving_config import ServedModel, ServingConfig
+from mcp.base.errors import ConfigError
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost
-from mcp.serving.http.app import ServerState, create_app
+from mcp.serving.http.app import create_app
 from mcp.serving.http.protocol import with_header_deadline
 from mcp.serving.measured import model_loader, observe_models, start_attestation
+from mcp.serving.state import ServerState
 from mcp.serving.tenants import TenantDirectory
 
 if TYPE_CHECKING:

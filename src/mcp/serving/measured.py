@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcp.runtime.config import RuntimeConfig
+from mcp.config.runtime import RuntimeConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost, ModelLoader, ModelVersion, default_loader
 
 if TYPE_CHECKING:
     from mcp.governance.attestation.attestor import Attestor
     from mcp.governance.plane import GovernancePlane
-    from mcp.serving.http.app import ServerState
+    from mcp.serving.state import ServerState
 
 
 def start_attestation(config: RuntimeConfig, config_source: str | None,

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mcp.modelfile import catalog
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import InvalidRequestError, MCPError
-from mcp.runtime.paths import resolve_model_path
+from mcp.base.errors import InvalidRequestError, MCPError
+from mcp.compiler import catalog
+from mcp.config.model_path import resolve_model_path
+from mcp.config.runtime import RuntimeConfig
 from mcp.serving.errors import PermissionDeniedError
 
 

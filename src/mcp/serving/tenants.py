@@ -17,7 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
-from mcp.runtime.serving_config import Tenant
+from mcp.config.serving import Tenant
 from mcp.serving.errors import AuthenticationError, FieldError, PermissionDeniedError, RateLimitedError
 
 WINDOW_S = 60.0

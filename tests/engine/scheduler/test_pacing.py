@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcp.base.errors import CapacityError
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.scheduler.cost import StepCost, StepCostModel
 from mcp.engine.scheduler.policy import FCFSPolicy, SLOPolicy
@@ -15,7 +16,6 @@ from mcp.engine.scheduler.request import Request
 from mcp.engine.scheduler.scheduler import Scheduler, SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.engine.scheduler.step import PacingConfig
-from mcp.runtime.errors import CapacityError
 
 COST = StepCost(base_s=0.020, per_token_s=0.010, per_sequence_s=0.0)
 TOKEN = 7

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from mcp.base.errors import CapacityError, InvalidRequestError
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.scheduler.policy import FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.request import Request, RequestStatus
 from mcp.engine.scheduler.scheduler import Scheduler, SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass
-from mcp.runtime.errors import CapacityError, InvalidRequestError
 
 TOKEN = 7  # what the "model" samples every time
 

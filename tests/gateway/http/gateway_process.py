@@ -39,7 +39,7 @@ class GatewayProcess:
         self.log_path = folder / "gateway.log"
         self._log = self.log_path.open("wb")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp.runtime.cli", "gateway", "--config", str(self.config_path),
+            [sys.executable, "-m", "mcp.commands.cli", "gateway", "--config", str(self.config_path),
              "--rules", str(self.rules_path)], stdout=self._log, stderr=subprocess.STDOUT,
             env={**os.environ, **(env or {})})
         self._wait_ready(timeout_s)

@@ -88,7 +88,7 @@ def test_a_slow_canary_rolls_back_and_a_healthy_one_reaches_100(registry_url, ti
     assert _arms(gateway.url, "bot-slow") == {"stable"}
 
     # the healthy canary, from the CLI; the p95 bound is loose so that two busy cores cannot fail it
-    cli = [sys.executable, "-m", "mcp.runtime.cli", "rollout", "--registry", registry_url, "--actor", "alice"]
+    cli = [sys.executable, "-m", "mcp.commands.cli", "rollout", "--registry", registry_url, "--actor", "alice"]
     out = subprocess.run(cli + ["start", "good-rollout", "--rules", str(gateway.rules_path), "--steps", "20,50,100",
                                 "--hold", "0.5", "--min-requests", "4", "--max-p95-ms", "5000"],
                          capture_output=True, text=True, check=True).stdout

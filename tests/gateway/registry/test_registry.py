@@ -13,9 +13,9 @@ from mcp.gateway.errors import (
     UnknownModelError,
     UnknownVersionError,
 )
+from mcp.base.errors import MCPError
 from mcp.gateway.registry.registry import Registry
 from mcp.gateway.registry.stages import Stage
-from mcp.runtime.errors import MCPError
 
 
 def test_register_records_every_field(registry, artifact):

@@ -8,13 +8,13 @@ import json
 
 import pytest
 
+from mcp.commands.cli import main
 from mcp.gateway.registry.artifacts import read_artifact
 from mcp.governance.signing.keys import init_keys, load_identity
 from mcp.governance.signing.models import sign_model
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import Dataset
 from mcp.modelfile.writer import write_model
-from mcp.runtime.cli import main
 
 DATASET = Dataset("smoltalk", "apache-2.0", "ef" * 32, "hf://datasets/HuggingFaceTB/smoltalk", ("dedup", "chat-format"))
 

@@ -9,7 +9,7 @@ import shutil
 import pytest
 import yaml
 
-from mcp.runtime.cli import main
+from mcp.commands.cli import main
 
 NONCE = "c0ffee00" * 4
 

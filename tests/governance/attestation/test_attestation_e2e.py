@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from mcp.runtime.cli import main
+from mcp.commands.cli import main
 
 
 def _config(models: Path, model: Path, tmp_path: Path, tcti: str, max_tokens: int = 256) -> dict:

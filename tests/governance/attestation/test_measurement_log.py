@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
+from mcp.config.runtime import config_from_dict
 from mcp.governance.attestation.errors import AttestationError
 from mcp.governance.attestation.log import ZERO_PCR, MeasurementEvent, MeasurementLog, replay
 from mcp.governance.attestation.measure import canonical_config, code_files, code_measurement, config_measurement
-from mcp.runtime.config import config_from_dict
 
 
 def test_replay_is_sha256_of_old_value_and_digest():
@@ -55,7 +55,7 @@ def test_sinks_see_events_in_log_order_across_threads():
 
 def test_code_measurement_covers_the_package_sources_and_is_cached():
     names = [relative for relative, _ in code_files()]
-    assert "mcp/governance/attestation/log.py" in names and "mcp/runtime/cli.py" in names
+    assert "mcp/governance/attestation/log.py" in names and "mcp/commands/cli.py" in names
     assert names == sorted(names) and not any("__pycache__" in n for n in names)
     name, digest = code_measurement()
     assert name.startswith("mcp2026 ") and len(digest) == 64

@@ -9,6 +9,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from mcp.config.attestation import AttestationConfig, TpmConfig
 from mcp.governance.attestation.attestor import Attestor
 from mcp.governance.attestation.errors import AttestationError
 from mcp.governance.attestation.evidence import signed_part
@@ -17,7 +18,6 @@ from mcp.governance.attestation.log import MeasurementEvent, MeasurementLog, rep
 from mcp.governance.attestation.reference import reference_from_evidence
 from mcp.governance.attestation.tpm_quote import Quote
 from mcp.governance.attestation.verify import verify_evidence
-from mcp.runtime.attestation_config import AttestationConfig, TpmConfig
 
 NONCE = "a1" * 32
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import pytest
 
-from mcp.runtime.cli import main
+from mcp.commands.cli import main
 
 
 @pytest.mark.parametrize("audit_url", ["sqlite"], indirect=True)

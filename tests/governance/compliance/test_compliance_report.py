@@ -154,12 +154,13 @@ def test_a_missing_database_and_a_broken_bundle(write_config, system) -> None:
 
 @pytest.mark.parametrize("audit_url", ["sqlite"], indirect=True)
 def test_registry_lineage_with_registry(write_config, system, capsys: pytest.CaptureFixture) -> None:
-    from mcp.runtime.cli import main
+    from mcp.commands.cli import main
+    from mcp.commands.compliance import registry_versions
 
     registry = f"sqlite:///{system['folder'] / 'registry.db'}"
     assert main(["registry", "--registry", registry, "add", str(system["models"] / "tiny.mcp"), "--name", "tiny"]) == 0
     capsys.readouterr()
-    with EvidenceContext.from_config_file(write_config(), registry_url=registry) as context:
+    with EvidenceContext.from_config_file(write_config(), registry_versions=registry_versions(registry)) as context:
         report = build_report(context, "eu-ai-act").to_json()
     lineage = _facts(report, "eu-ai-act-53", "model_lineage")
     assert "registry: 1 of 1 model version(s) carry lineage" in lineage

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 
+from mcp.config.runtime import config_from_dict
 from mcp.governance.compliance.context import EvidenceContext, ReportPeriod
 from mcp.governance.compliance.queries.models import data_lineage, model_lineage, model_signatures
 from mcp.governance.compliance.status import Status
@@ -14,7 +15,6 @@ from mcp.governance.signing.models import sign_model
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import Dataset
 from mcp.modelfile.writer import write_model
-from mcp.runtime.config import config_from_dict
 
 
 def _context(model, runtime: dict) -> EvidenceContext:

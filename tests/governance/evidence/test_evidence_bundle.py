@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from mcp.commands.cli import main
 from mcp.governance.errors import EvidenceError
 from mcp.governance.evidence.bundle import create_bundle
 from mcp.governance.evidence.manifest import MEMBER_ORDER
 from mcp.governance.evidence.verify import verify_bundle
 from mcp.governance.signing.keys import init_keys, load_certificates, load_identity
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.cli import main
 
 REPORT = {"framework": "gdpr", "clauses": [{"id": "gdpr-art-30", "status": "covered"},
                                            {"id": "gdpr-art-35", "status": "gap"}]}

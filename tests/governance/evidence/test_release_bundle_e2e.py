@@ -12,9 +12,9 @@ import zipfile
 
 import pytest
 
-from mcp.runtime.cli import main
-from mcp.runtime.config import load_config
-from mcp.runtime.errors import ModelSignatureError
+from mcp.base.errors import ModelSignatureError
+from mcp.commands.cli import main
+from mcp.config.runtime import load_config
 from mcp.runtime.session import Session
 
 pytestmark = pytest.mark.slow

@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
+from mcp.base.errors import ModelSignatureError
+from mcp.commands.cli import main
 from mcp.governance.signing.keys import init_keys, issue_certificate, load_certificates, read_identity
 from mcp.governance.signing.models import sign_model, verify_model
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.cli import main
-from mcp.runtime.errors import ModelSignatureError
 
 
 def test_sign_and_verify_model_on_the_command_line(pki, tiny_copy, capsys):

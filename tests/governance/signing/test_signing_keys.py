@@ -7,9 +7,9 @@ import stat
 import pytest
 from cryptography import x509
 
+from mcp.commands.cli import main
 from mcp.governance.errors import SigningError
 from mcp.governance.signing.keys import init_keys, load_certificates, load_identity
-from mcp.runtime.cli import main
 
 
 def _mode(path) -> int:

@@ -7,7 +7,7 @@ import sys
 
 
 def _cli(*args):
-    command = [sys.executable, "-m", "mcp.runtime.cli", "check", "consistency", *args]
+    command = [sys.executable, "-m", "mcp.commands.cli", "check", "consistency", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from mcp.backends.base import TopLogprobs
+from mcp.base.errors import ConfigError
 from mcp.ops.consistency.golden import Golden, GoldenMismatch, check_golden, read_golden, write_golden
 from mcp.ops.consistency.metrics import ReferenceRecord
 from mcp.ops.consistency.suite import load_suite
 from mcp.ops.consistency.tolerances import load_tolerances
-from mcp.runtime.errors import ConfigError
 
 
 def test_shipped_suites_load():

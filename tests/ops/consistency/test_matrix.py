@@ -57,7 +57,7 @@ def test_a_flipped_rope_sign_fails_the_check(consistency_ci):
 
 
 def _cli(*args):
-    command = [sys.executable, "-m", "mcp.runtime.cli", "check", "consistency", "--suite", "ci", *args]
+    command = [sys.executable, "-m", "mcp.commands.cli", "check", "consistency", "--suite", "ci", *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=900)
 
 

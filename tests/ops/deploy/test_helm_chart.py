@@ -18,7 +18,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from mcp.runtime.config import load_config
+from mcp.config.runtime import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
 CHART = ROOT / "deploy" / "helm" / "mcp2026"

@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from mcp.runtime.config import load_config
+from mcp.config.runtime import load_config
 
 ROOT = Path(__file__).resolve().parents[3]
 K8S, SCHEMAS = ROOT / "deploy" / "k8s", ROOT / "deploy" / "schemas"

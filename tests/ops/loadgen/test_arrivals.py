@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.arrivals import RateProfile, arrival_times
-from mcp.runtime.errors import InvalidRequestError
 
 
 def gaps(times: list[float]) -> np.ndarray:

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.mix import SLOTable
 from mcp.ops.loadgen.record import STATUSES, RequestRecord
 from mcp.ops.loadgen.report import SCHEMA, BenchRun, build_report, write_report
 from mcp.ops.loadgen.summary import summarize
 from mcp.ops.loadgen.workload import WorkloadSpec
-from mcp.runtime.errors import InvalidRequestError
 
 from loadgen_traces import TRACE
 

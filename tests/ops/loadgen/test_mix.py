@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mcp.base.errors import InvalidRequestError
 from mcp.engine.scheduler.slo import SLOTarget
 from mcp.ops.loadgen.mix import SLOTable, parse_class_mix, parse_mix, parse_slo_table
-from mcp.runtime.errors import InvalidRequestError
 
 
 def test_weights_are_normalized_and_names_without_weights_are_equal():

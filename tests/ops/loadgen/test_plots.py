@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from matplotlib import image
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.mix import SLOTable
 from mcp.ops.loadgen.plots import COLORS, write_plots
 from mcp.ops.loadgen.report import BenchRun
 from mcp.ops.loadgen.summary import summarize
 from mcp.ops.loadgen.workload import WorkloadSpec
-from mcp.runtime.errors import InvalidRequestError
 
 from loadgen_traces import TRACE
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from mcp.base.errors import ConfigError
 from mcp.ops.loadgen.mix import SLOTable
 from mcp.ops.loadgen.session_config import session_config, session_slo_table
-from mcp.runtime.errors import ConfigError
 
 
 def test_a_config_file_is_read_relative_to_its_folder(tmp_path):

@@ -7,10 +7,10 @@ import collections
 import numpy as np
 import pytest
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.mix import parse_class_mix, parse_mix
 from mcp.ops.loadgen.prompts import BUILTIN_PROMPTS
 from mcp.ops.loadgen.workload import WorkloadSpec, build_workload, zipf_weights
-from mcp.runtime.errors import InvalidRequestError
 
 
 def test_same_seed_same_workload_and_a_new_rate_keeps_everything_but_times():

@@ -14,12 +14,12 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from mcp.runtime.config import config_from_dict
+from mcp.config.runtime import config_from_dict
 from mcp.runtime.session import Session
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 from mcp.serving.grpc.server import GrpcServer
 from mcp.serving.host import ModelHost
-from mcp.serving.http.app import ServerState
+from mcp.serving.state import ServerState
 from mcp.serving.tenants import TenantDirectory
 
 

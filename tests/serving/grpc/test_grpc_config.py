@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.config import config_from_dict
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
+from mcp.config.runtime import config_from_dict
 
 
 def test_grpc_is_off_unless_enabled():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcp.runtime.errors import ConfigError
-from mcp.serving.http.app import FAULT_DELAY_ENV, fault_delay_from_env
+from mcp.base.errors import ConfigError
+from mcp.serving.state import FAULT_DELAY_ENV, fault_delay_from_env
 
 
 @pytest.mark.parametrize("value, seconds", [(None, 0.0), ("", 0.0), ("1500", 1.5), ("2.5", 0.0025)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from mcp.base.errors import CapacityError, ContextLengthError, EngineError, RequestCancelled
 from mcp.engine.handle import RequestOptions, RequestOutcome
 from mcp.engine.hooks import RequestTimings
 from mcp.engine.loop_config import LoopConfig
@@ -12,7 +13,6 @@ from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.errors import CapacityError, ContextLengthError, EngineError, RequestCancelled
 from mcp.serving.isolation import codec
 
 

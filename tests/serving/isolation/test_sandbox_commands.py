@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from mcp.runtime.cli import main
+from mcp.commands.cli import main
 from mcp.serving.isolation.commands import judge
 
 pytestmark = pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from mcp.runtime.isolation_config import WorkerLimits
+from mcp.config.isolation import WorkerLimits
 from mcp.serving.isolation.spec import EngineSettings, WorkerSpec, worker_environment
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ModelFormatError
-from mcp.runtime.serving_config import ServedModel, ServingConfig
+from mcp.base.errors import ModelFormatError
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
 

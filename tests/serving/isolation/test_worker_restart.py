@@ -11,10 +11,10 @@ from dataclasses import replace
 
 import pytest
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import InvalidRequestError, WorkerUnavailableError
-from mcp.runtime.isolation_config import WorkerLimits
-from mcp.runtime.serving_config import ServedModel, ServingConfig
+from mcp.base.errors import InvalidRequestError, WorkerUnavailableError
+from mcp.config.isolation import WorkerLimits
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
 from mcp.serving.isolation.models import WorkerModels, worker_loop

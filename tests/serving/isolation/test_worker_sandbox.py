@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.isolation_config import WorkerLimits
-from mcp.runtime.serving_config import ServedModel, ServingConfig
+from mcp.config.isolation import WorkerLimits
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel, ServingConfig
 from mcp.runtime.session import Session
 from mcp.serving.isolation.models import WorkerModels, worker_loop, worker_report
 

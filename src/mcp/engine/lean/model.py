@@ -25,6 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from mcp.base.arguments import check_options, check_text
+from mcp.base.errors import CapacityError, ConfigError, InvalidRequestError, ModelFormatError
+from mcp.base.result import InferResult, Timings, TokenLogprob, Usage
 from mcp.engine.heap import release_free_memory
 from mcp.engine.lean import native
 from mcp.engine.lean.sampling import Sampler
@@ -33,9 +36,6 @@ from mcp.engine.params import SamplingParams
 from mcp.engine.sequence import SequenceState, StepOutput, check_prompt
 from mcp.engine.tokenizer import Tokenizer
 from mcp.modelfile.layout import read_layout
-from mcp.runtime.arguments import check_options, check_text
-from mcp.runtime.errors import CapacityError, ConfigError, InvalidRequestError, ModelFormatError
-from mcp.runtime.result import InferResult, Timings, TokenLogprob, Usage
 
 BLOCK_SIZE = 16  # positions per KV block, as the PyTorch engine's default
 # Prompt rows per decode_step call. The step's scratch grows with rows x positions (its

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcp.base.errors import ModelFormatError
 from mcp.engine.lean import native
 from mcp.modelfile.layout import FileLayout
 from mcp.modelfile.spec import BLOCK_ENCODINGS, INT4_ENCODING, INT8_ENCODING, QPARAMS_SUFFIX, ArchitectureConfig
-from mcp.runtime.errors import ModelFormatError
 
 GROUP_SIZE = 32
 BLOCK_KINDS = ("q5_0", "q5_1", "q5_k", "q6_k")  # GGUF blocks the kernels read as stored

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp.runtime.errors import UnsupportedModelError
+from mcp.base.errors import UnsupportedModelError
 
 SUPPORTED_ARCHITECTURES = ("llama",)
 

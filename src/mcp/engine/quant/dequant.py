@@ -27,8 +27,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.modelfile.spec import BLOCK_ENCODINGS, DENSE_ENCODINGS, stored_shape
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 # Weights decoded per chunk: bounds temporaries at a few tens of MB whatever the tensor size.
 CHUNK_WEIGHTS = 1 << 21

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import torch
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.engine import kernels
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 GROUP_SIZE = 32
 ROW_ALIGN = 64  # rows per block in the widest layout; other row counts are not packed

@@ -22,12 +22,12 @@ import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from mcp.base.errors import CapacityError, InvalidRequestError
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.scheduler.cost import StepCostModel
 from mcp.engine.scheduler.policy import FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.request import Request, RequestStatus
 from mcp.engine.scheduler.step import PacingConfig, StepBuilder
-from mcp.runtime.errors import CapacityError, InvalidRequestError
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from mcp.runtime.errors import InvalidRequestError
+from mcp.base.errors import InvalidRequestError
 
 
 class SLOClass(enum.IntEnum):

@@ -19,12 +19,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from mcp.base.errors import MCPError
 from mcp.gateway.errors import RolloutError, UnknownRolloutError, UpstreamError
 from mcp.gateway.http.state import GatewayState
 from mcp.gateway.pools.health import check_forever
-from mcp.runtime.errors import MCPError
 from mcp.serving.errors import WireError, describe
-from mcp.serving.http.app import BodyLimit, _http_error, _unexpected_error, _validation_error, error_response
+from mcp.serving.http.errors import BodyLimit, error_response, http_error, unexpected_error, validation_error
 
 log = logging.getLogger("mcp.gateway.http")
 
@@ -37,9 +37,9 @@ def create_app(state: GatewayState) -> BodyLimit:
     for module in (openai_api, admin_api, ops_api):
         app.include_router(module.router)
     app.add_exception_handler(MCPError, _mcp_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected_error)
     return _BodyLimit(app, state.config.max_body_bytes, state.config.body_timeout_s)
 
 

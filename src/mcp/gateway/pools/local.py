@@ -13,11 +13,12 @@ import logging
 
 import httpx
 
+from mcp.config.runtime import RuntimeConfig
 from mcp.gateway.pools.member import Member
-from mcp.runtime.config import RuntimeConfig
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
-from mcp.serving.http.app import ServerState, create_app
+from mcp.serving.http.app import create_app
+from mcp.serving.state import ServerState
 from mcp.serving.tenants import TenantDirectory
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp.runtime.serving_config import ServedModel
+from mcp.config.serving import ServedModel
 
 
 @dataclass(frozen=True)

@@ -11,19 +11,17 @@ to upgrade). PostgreSQL is reached with psycopg 3 (``postgresql+psycopg://...``)
 from __future__ import annotations
 
 import os
-import sqlite3
-import time
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event, make_url, text
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
+from mcp.base.paths import mcp_home
+from mcp.base.sqlite import SQLITE_BUSY_TIMEOUT_MS, switch_to_wal
 from mcp.gateway.errors import RegistryUnavailableError
-from mcp.modelfile.catalog import mcp_home
 
 URL_ENV = "MCP_REGISTRY_URL"
-SQLITE_BUSY_TIMEOUT_MS = 60_000
 CONNECT_TIMEOUT_S = 5
 
 
@@ -101,29 +99,6 @@ def _sqlite_on_connect(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
-
-
-def switch_to_wal(cursor) -> None:
-    """``PRAGMA journal_mode=WAL``, retried while another connection holds the lock.
-
-    SQLite does not call the busy handler for a journal-mode change (it needs the
-    exclusive lock, taken without waiting), so processes opening a new database at once
-    see "database is locked" here although the busy timeout is set; they wait their turn
-    the same way, up to the same timeout. Once the file is in WAL mode the pragma is a
-    read of the header.
-    """
-    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
-    delay = 0.002
-    while True:
-        try:
-            cursor.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-            if not busy or time.monotonic() >= deadline:
-                raise
-        time.sleep(delay)
-        delay = min(2 * delay, 0.05)
 
 
 def _sqlite_on_begin(connection) -> None:

@@ -15,11 +15,11 @@ import logging
 import os
 from pathlib import Path
 
+from mcp.base.watch import SettledPoller
 from mcp.gateway.errors import RoutingConfigError
 from mcp.gateway.routing.context import RequestContext, RouteDecision
 from mcp.gateway.routing.loader import load_route_table
 from mcp.gateway.routing.table import RouteTable
-from mcp.runtime.watch import SettledPoller
 
 log = logging.getLogger(__name__)
 DEFAULT_POLL_S = 1.0

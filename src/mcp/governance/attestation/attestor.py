@@ -16,14 +16,14 @@ import logging
 import re
 from pathlib import Path
 
+from mcp.config.attestation import AttestationConfig
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import GovernanceConfig
 from mcp.governance.attestation.errors import AttestationError
 from mcp.governance.attestation.evidence import EvidenceProvider, make_evidence
 from mcp.governance.attestation.keys import InstanceKey, key_id
 from mcp.governance.attestation.log import MeasurementEvent, MeasurementLog
 from mcp.governance.attestation.measure import code_measurement, config_measurement, model_measurement
-from mcp.runtime.attestation_config import AttestationConfig
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.serving_config import GovernanceConfig
 
 log = logging.getLogger(__name__)
 _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")

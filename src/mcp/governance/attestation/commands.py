@@ -56,7 +56,7 @@ def _evidence(args: argparse.Namespace) -> dict:
 
         return fetch_evidence(args.url, nonce, args.api_key)
     from mcp.governance.attestation.local import local_evidence
-    from mcp.runtime.config import RuntimeConfig, load_config
+    from mcp.config.runtime import RuntimeConfig, load_config
 
     config = load_config(args.config) if args.config else RuntimeConfig()
     return local_evidence(config, str(args.config) if args.config else None, nonce, with_tpm=args.tpm)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp.runtime.errors import InvalidRequestError, MCPError
+from mcp.base.errors import InvalidRequestError, MCPError
 
 
 class AttestationError(MCPError):

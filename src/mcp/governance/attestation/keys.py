@@ -17,8 +17,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from mcp.base.paths import mcp_home
 from mcp.governance.attestation.errors import AttestationError
-from mcp.modelfile.catalog import mcp_home
 
 ALGORITHM = "ed25519"
 

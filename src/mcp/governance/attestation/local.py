@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from mcp.config.attestation import AttestationConfig
+from mcp.config.runtime import RuntimeConfig
 from mcp.governance.attestation.attestor import Attestor, policy_name
-from mcp.runtime.attestation_config import AttestationConfig
-from mcp.runtime.config import RuntimeConfig
 
 
 def local_evidence(config: RuntimeConfig, config_source: str | None, nonce: str, with_tpm: bool = False) -> dict:
     """Code, config, policy bundle (with ``serving.governance``) and the files of
     ``serving.models``, signed with this installation's instance key."""
-    from mcp.runtime.paths import resolve_model_path
+    from mcp.config.model_path import resolve_model_path
 
     attestor = Attestor.from_config(config.attestation or AttestationConfig(), with_tpm=with_tpm)
     try:

@@ -16,8 +16,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from mcp.config.runtime import RuntimeConfig
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.config import RuntimeConfig
 
 DISTRIBUTION = "mcp2026"
 # Where the server listens differs between the replicas of one deployment and does not change what

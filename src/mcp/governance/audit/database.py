@@ -20,9 +20,9 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError
 
-from mcp.gateway.registry.database import switch_to_wal
+from mcp.base.paths import mcp_home
+from mcp.base.sqlite import switch_to_wal
 from mcp.governance.errors import AuditError
-from mcp.modelfile.catalog import mcp_home
 
 URL_ENV = "MCP_AUDIT_URL"
 SQLITE_SYNC = ("full", "normal")

@@ -24,8 +24,8 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from mcp.base.paths import mcp_home
 from mcp.governance.errors import AuditError
-from mcp.modelfile.catalog import mcp_home
 
 KEY_BYTES = 32
 

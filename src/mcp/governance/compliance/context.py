@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from mcp.base.errors import MCPError
+from mcp.config.runtime import RuntimeConfig, load_config
+from mcp.config.serving import GovernanceConfig, ServedModel
 from mcp.governance.compliance.errors import ComplianceReportError
-from mcp.runtime.config import RuntimeConfig, load_config
-from mcp.runtime.errors import MCPError
-from mcp.runtime.serving_config import GovernanceConfig, ServedModel
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([hdw])$")
 _UNIT_S = {"h": 3600, "d": 86400, "w": 7 * 86400}
@@ -72,18 +73,31 @@ class ModelFileRef:
     path: Path | None
 
 
+class VersionFacts(Protocol):
+    """What the lineage control reads of one registry version (the gateway's records have it)."""
+
+    model_id: str
+    lineage: Any
+
+
+RegistryVersions = Callable[[], Sequence[VersionFacts]]
+"""Reads the model registry's versions. The command line builds it from ``--registry``: the
+registry is the gateway's, a floor above governance, so governance takes the reading as given."""
+
+
 class EvidenceContext:
     """The config, the period, and the live parts (each opened once); ``close()`` releases them."""
 
     def __init__(self, config: RuntimeConfig, source: str, period: ReportPeriod,
-                 registry_url: str | None = None) -> None:
-        self.config, self.source, self.period, self.registry_url = config, source, period, registry_url
+                 registry_versions: RegistryVersions | None = None) -> None:
+        self.config, self.source, self.period = config, source, period
+        self.registry_versions = registry_versions
         self._opened: dict[str, Any] = {}  # name -> the open part, or the MCPError opening it raised
 
     @classmethod
     def from_config_file(cls, path: str | Path, period: ReportPeriod | None = None,
-                         registry_url: str | None = None) -> EvidenceContext:
-        return cls(load_config(path), str(path), period or ReportPeriod.parse(), registry_url)
+                         registry_versions: RegistryVersions | None = None) -> EvidenceContext:
+        return cls(load_config(path), str(path), period or ReportPeriod.parse(), registry_versions)
 
     @property
     def governance(self) -> GovernanceConfig | None:
@@ -147,7 +161,7 @@ class EvidenceContext:
 
     def model_files(self) -> list[ModelFileRef]:
         """Each served model's file, looked up as the server does (model_dir, cwd, the cache)."""
-        from mcp.modelfile import catalog
+        from mcp.compiler import catalog
 
         refs = []
         for model in self.config.serving.models:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp.runtime.errors import MCPError
+from mcp.base.errors import MCPError
 
 
 class ComplianceDataError(MCPError):

@@ -17,10 +17,10 @@ from typing import Any
 
 import jinja2
 
+from mcp.base.errors import MCPError
 from mcp.governance.compliance.context import EvidenceContext, iso_time
 from mcp.governance.compliance.graph import Clause, ComplianceGraph, Control
 from mcp.governance.compliance.status import ControlResult, Status, combine, result
-from mcp.runtime.errors import MCPError
 
 SCHEMA = "mcp2026.compliance-report/1"
 TEMPLATES = Path(__file__).resolve().parent / "templates"

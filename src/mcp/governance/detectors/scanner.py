@@ -10,9 +10,9 @@ import os
 import re
 from dataclasses import dataclass
 
+from mcp.base.errors import ConfigError
 from mcp.governance.detectors import checksums
 from mcp.governance.detectors.patterns import KINDS, check_terms, compile_scanner_pattern
-from mcp.runtime.errors import ConfigError
 
 _NANP = re.compile(r"^(?:\+?1[ .-]?)?\(?[2-9]\d{2}\)?[ .-]?[2-9]\d{2}[ .-]\d{4}$")
 _SSN = re.compile(r"^(\d{3})-(\d{2})-(\d{4})$")

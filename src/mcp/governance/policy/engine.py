@@ -19,11 +19,11 @@ from typing import Any, Protocol
 
 import regopy
 
+from mcp.base.watch import SettledPoller
 from mcp.governance.errors import PolicyError
 from mcp.governance.policy.bundle import ENTRYPOINTS, CompiledPolicy, PolicySource, compile_policy
 from mcp.governance.policy.check import check_in_child
 from mcp.governance.policy.decision import STAGES, Decision, parse_decision
-from mcp.runtime.watch import SettledPoller
 
 log = logging.getLogger(__name__)
 

@@ -53,8 +53,8 @@ def resolve_identity(args: argparse.Namespace):
 
 
 def signing_config(args: argparse.Namespace):
-    from mcp.runtime.config import load_config
-    from mcp.runtime.signing_config import SigningConfig
+    from mcp.config.runtime import load_config
+    from mcp.config.signing import SigningConfig
 
     return load_config(args.config).signing if args.config else SigningConfig()
 

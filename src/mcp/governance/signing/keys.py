@@ -18,8 +18,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from mcp.base.paths import mcp_home
 from mcp.governance.errors import SigningError
-from mcp.modelfile.catalog import mcp_home
 
 CA_CERT, CA_KEY = "ca.pem", "ca.key"
 SIGNING_CERT, SIGNING_KEY = "signing.pem", "signing.key"

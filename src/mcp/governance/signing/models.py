@@ -11,11 +11,11 @@ from pathlib import Path
 
 from cryptography import x509
 
+from mcp.base.errors import ModelNotFoundError, ModelSignatureError
 from mcp.governance.errors import SigningError
 from mcp.governance.signing.cms import SignatureInfo, sign_detached, verify_detached
 from mcp.governance.signing.keys import SigningIdentity, load_certificates
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.errors import ModelNotFoundError, ModelSignatureError
 
 SIGNATURE_SUFFIX = ".sig"
 

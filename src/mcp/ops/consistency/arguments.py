@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from mcp.modelfile.catalog import DEFAULT_MODEL
+from mcp.compiler.catalog import DEFAULT_MODEL
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,9 +15,11 @@ from pathlib import Path
 
 from mcp.backends.base import Backend
 from mcp.backends.registry import ModelSources, check_available, create_backend
+from mcp.base.errors import ConfigError
+from mcp.base.paths import mcp_home
+from mcp.compiler import catalog
+from mcp.compiler.compiler import compile_model
 from mcp.engine.tokenizer import Tokenizer
-from mcp.modelfile import catalog
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.reader import open_model
 from mcp.ops.consistency.golden import Golden, GoldenMismatch, check_golden, read_golden, write_golden
@@ -26,7 +28,6 @@ from mcp.ops.consistency.report import MatrixReport, to_json, to_markdown
 from mcp.ops.consistency.runner import SuiteInput, compare_candidate, run_reference, suite_inputs
 from mcp.ops.consistency.suite import Suite, load_suite
 from mcp.ops.consistency.tolerances import ToleranceTable, load_tolerances
-from mcp.runtime.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ def resolve_model(name_or_path: str) -> ModelUnderTest:
     if not gguf.is_file():
         raise ConfigError(f"--model {name_or_path!r}: no such GGUF file")
     sha = file_sha256(gguf)
-    compiled = catalog.mcp_home() / "consistency" / f"{gguf.stem}-{sha[:16]}.mcp"
+    compiled = mcp_home() / "consistency" / f"{gguf.stem}-{sha[:16]}.mcp"
     if not compiled.exists():
         compiled.parent.mkdir(parents=True, exist_ok=True)
         partial = compiled.with_suffix(".partial")

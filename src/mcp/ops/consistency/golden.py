@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.backends.base import TopLogprobs
+from mcp.base.errors import ConfigError
 from mcp.ops.consistency.metrics import ReferenceRecord
 from mcp.ops.consistency.suite import Suite
-from mcp.runtime.errors import ConfigError
 
 FORMAT = "mcp2026-consistency-golden"
 VERSION = 1

@@ -23,7 +23,7 @@ from typing import Literal
 import pydantic
 import yaml
 
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
 
 DATA = Path(__file__).parent / "data"
 

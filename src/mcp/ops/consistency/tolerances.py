@@ -24,8 +24,8 @@ from pathlib import Path
 import pydantic
 import yaml
 
+from mcp.base.errors import ConfigError
 from mcp.ops.consistency.metrics import Summary
-from mcp.runtime.errors import ConfigError
 
 DEFAULT_TABLE = Path(__file__).parent / "data" / "tolerances.yaml"
 # bound name -> (summary field, True when the figure must be at least the bound)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mcp.runtime.errors import InvalidRequestError
+from mcp.base.errors import InvalidRequestError
 
 
 @dataclass(frozen=True)

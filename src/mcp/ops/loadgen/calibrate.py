@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from statistics import median
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.record import OK
 from mcp.ops.loadgen.runner import run_workload
 from mcp.ops.loadgen.target import Target
 from mcp.ops.loadgen.workload import RequestSpec
-from mcp.runtime.errors import InvalidRequestError
 
 CALIBRATION_PROMPT = "Explain quantum entanglement in simple terms."
 

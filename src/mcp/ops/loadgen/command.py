@@ -13,6 +13,7 @@ import sys
 from contextlib import ExitStack
 from pathlib import Path
 
+from mcp.base.errors import InvalidRequestError, MCPError
 from mcp.ops.loadgen.bench import run_bench
 from mcp.ops.loadgen.calibrate import Calibration, calibrate
 from mcp.ops.loadgen.mix import SLOTable, parse_class_mix, parse_mix, parse_slo_table
@@ -21,7 +22,6 @@ from mcp.ops.loadgen.report import BenchRun, build_report, write_report
 from mcp.ops.loadgen.table import format_sweep, format_table
 from mcp.ops.loadgen.target import Target
 from mcp.ops.loadgen.workload import WorkloadSpec
-from mcp.runtime.errors import InvalidRequestError, MCPError
 
 
 def bench_serve(args: argparse.Namespace) -> int:

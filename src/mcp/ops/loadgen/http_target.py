@@ -15,9 +15,9 @@ from typing import Any
 
 import httpx
 
+from mcp.base.errors import CapacityError, InvalidRequestError, MCPError
 from mcp.ops.loadgen.sse import iter_sse_data
 from mcp.ops.loadgen.workload import RequestSpec
-from mcp.runtime.errors import CapacityError, InvalidRequestError, MCPError
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcp.base.errors import InvalidRequestError
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
-from mcp.runtime.errors import InvalidRequestError
 
 CLASS_NAMES = tuple(c.name.lower() for c in SLOClass)
 DEFAULT_CLASS_MIX = "critical=0.1,high=0.2,medium=0.3,low=0.4"

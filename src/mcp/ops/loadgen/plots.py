@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.metrics import request_metrics
 from mcp.ops.loadgen.mix import SLOTable
 from mcp.ops.loadgen.report import BenchRun
 from mcp.ops.loadgen.summary import ALL, ATTAINMENT_GOAL
-from mcp.runtime.errors import InvalidRequestError
 
 COLORS = {"critical": "#d62728", "high": "#ff7f0e", "medium": "#1f77b4", "low": "#7f7f7f", ALL: "#000000"}
 

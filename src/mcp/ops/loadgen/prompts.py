@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mcp.runtime.errors import InvalidRequestError
+from mcp.base.errors import InvalidRequestError
 
 _PASSAGE_PRESS = (
     "The printing press, developed by Johannes Gutenberg around 1440, combined movable metal type, "

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.mix import SLOTable
 from mcp.ops.loadgen.record import RequestRecord
 from mcp.ops.loadgen.summary import ALL, ATTAINMENT_GOAL, RunSummary, max_rate_meeting
 from mcp.ops.loadgen.workload import WorkloadSpec
-from mcp.runtime.errors import InvalidRequestError
 
 SCHEMA = "mcp2026.bench.serve/1"
 

@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from mcp.base.errors import CapacityError
 from mcp.ops.loadgen.record import ERROR, OK, REFUSED, TIMEOUT, RequestRecord
 from mcp.ops.loadgen.target import Target, TargetStream
 from mcp.ops.loadgen.workload import RequestSpec
-from mcp.runtime.errors import CapacityError
 
 CLOSE_GRACE_S = 5.0  # after closing the late streams, how long to wait for their threads
 

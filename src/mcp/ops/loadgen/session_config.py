@@ -6,9 +6,9 @@ from pathlib import Path
 
 import yaml
 
+from mcp.base.errors import ConfigError
+from mcp.config.runtime import RuntimeConfig, config_from_dict
 from mcp.ops.loadgen.mix import SLOTable
-from mcp.runtime.config import RuntimeConfig, config_from_dict
-from mcp.runtime.errors import ConfigError
 
 
 def session_config(path: str | Path | None, policy: str | None) -> RuntimeConfig:

@@ -21,10 +21,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from mcp.base.errors import InvalidRequestError
 from mcp.ops.loadgen.arrivals import RateProfile, arrival_times
 from mcp.ops.loadgen.mix import DEFAULT_CLASS_MIX, DEFAULT_TENANTS, Mix, parse_class_mix, parse_mix
 from mcp.ops.loadgen.prompts import BUILTIN_PROMPTS
-from mcp.runtime.errors import InvalidRequestError
 
 SCENARIOS = ("poisson", "gamma", "bursty-zipf", "mixed")
 BURST_FACTOR = 3.0  # +200%

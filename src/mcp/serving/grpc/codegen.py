@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
 
 PROTO_ROOT = Path(__file__).resolve().parents[4] / "proto"
 PROTO_FILE = "mcp/v1/inference.proto"

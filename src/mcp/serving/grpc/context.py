@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+from mcp.base.errors import InvalidRequestError
 from mcp.engine.scheduler.slo import SLOClass
-from mcp.runtime.errors import InvalidRequestError
 from mcp.serving.errors import FieldError
 from mcp.serving.tenants import TENANT_ID_HEADER, Caller, TenantDirectory
 

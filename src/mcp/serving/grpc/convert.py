@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mcp.base.arguments import check_model_name, check_model_source
+from mcp.base.errors import InvalidRequestError
+from mcp.base.result import InferResult
+from mcp.config.runtime import RuntimeConfig
+from mcp.config.serving import ServedModel
 from mcp.engine.params import MAX_COUNT
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.arguments import check_model_name, check_model_source
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import InvalidRequestError
-from mcp.runtime.result import InferResult
-from mcp.runtime.serving_config import ServedModel
 from mcp.serving.errors import FieldError
 from mcp.serving.generation import Prompt
 from mcp.serving.grpc._gen import inference_pb2 as pb

@@ -18,7 +18,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError
 
-from mcp.runtime.errors import MCPError
+from mcp.base.errors import MCPError
 from mcp.serving.errors import FieldError
 from mcp.serving.grpc import context as request_context
 from mcp.serving.grpc.context import RequestContext

@@ -18,7 +18,7 @@ import grpc
 from grpc_health.v1 import health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 from mcp.serving.grpc.health import SERVICE_NAME as HEALTH_SERVICE
 from mcp.serving.grpc.health import ServingHealth
@@ -26,7 +26,7 @@ from mcp.serving.grpc.interceptor import RequestContextInterceptor
 from mcp.serving.grpc.service import SERVICE_NAME, InferenceServicer
 
 if TYPE_CHECKING:
-    from mcp.serving.http.app import ServerState
+    from mcp.serving.state import ServerState
 
 
 class GrpcServer:

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 import grpc
 
+from mcp.base.errors import MCPError
+from mcp.base.result import InferResult
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.errors import MCPError
-from mcp.runtime.result import InferResult
 from mcp.serving import governed
 from mcp.serving.errors import describe
 from mcp.serving.generation import ChoiceEvent, Generation
@@ -36,7 +36,7 @@ from mcp.serving.measured import swap_measured
 
 if TYPE_CHECKING:
     from mcp.governance.plane import Inference
-    from mcp.serving.http.app import ServerState
+    from mcp.serving.state import ServerState
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["InferenceService"].full_name
 

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 
 import grpc
 
-from mcp.runtime.errors import MCPError
+from mcp.base.errors import MCPError
 from mcp.serving.errors import describe
 
 logger = logging.getLogger("mcp.serving.grpc")

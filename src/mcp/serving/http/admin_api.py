@@ -10,13 +10,13 @@ from __future__ import annotations
 import anyio.to_thread
 from fastapi import APIRouter, Depends
 
-from mcp.runtime.serving_config import ServedModel
+from mcp.config.serving import ServedModel
 from mcp.serving.host import ModelHost, ModelVersion
 from mcp.serving.http import schemas as s
-from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import admin_of, state_of
 from mcp.serving.http.openai_api import ERRORS
 from mcp.serving.measured import swap_measured
+from mcp.serving.state import ServerState
 
 router = APIRouter(prefix="/admin/models", tags=["admin"], dependencies=[Depends(admin_of)], responses=ERRORS)
 

@@ -11,10 +11,11 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse
 
 from mcp.serving.errors import WireError
-from mcp.serving.http.app import ServerState, error_response
 from mcp.serving.http.auth import caller_of, state_of
+from mcp.serving.http.errors import error_response
 from mcp.serving.http.openai_api import ERRORS
 from mcp.serving.measured import observe_policy
+from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
 
 router = APIRouter(tags=["operations"])

@@ -23,18 +23,18 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 
-from mcp.engine.sequence import StepOutput
+from mcp.base.errors import InvalidRequestError, MCPError
+from mcp.base.result import InferResult
 from mcp.engine.scheduler.slo import SLOClass
-from mcp.runtime.errors import InvalidRequestError, MCPError
-from mcp.runtime.result import InferResult
+from mcp.engine.sequence import StepOutput
+from mcp.serving import governed
 from mcp.serving.errors import FieldError, describe
 from mcp.serving.generation import ChoiceEvent, Generation, Prompt
 from mcp.serving.host import ModelVersion
-from mcp.serving import governed
 from mcp.serving.http import render
 from mcp.serving.http import schemas as s
-from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import caller_of, state_of
+from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
 
 if TYPE_CHECKING:

@@ -6,12 +6,12 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from mcp.runtime.errors import ModelNotFoundError
+from mcp.base.errors import ModelNotFoundError
 from mcp.serving.http import schemas as s
-from mcp.serving.http.app import ServerState
 from mcp.serving.http.auth import state_of
 from mcp.serving.http.openai_api import ERRORS
 from mcp.serving.probe import METRICS
+from mcp.serving.state import ServerState
 
 router = APIRouter(tags=["operations"])
 

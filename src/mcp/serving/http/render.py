@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from mcp.base.result import InferResult
 from mcp.engine.sequence import StepOutput
-from mcp.runtime.result import InferResult
 from mcp.serving.http import schemas as s
 
 Decode = Callable[[int], str]

@@ -13,8 +13,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from mcp.base.arguments import check_model_name, check_model_source, check_unicode
 from mcp.engine.params import MAX_COUNT, SEED_RANGE
-from mcp.runtime.arguments import check_model_name, check_model_source, check_unicode
 
 # Request text: a lone surrogate (JSON's "\\ud800") is a 400 naming the field, not a tokenizer crash.
 Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the text"))]

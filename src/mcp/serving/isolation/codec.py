@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from mcp.base import errors
 from mcp.engine.handle import RequestOptions, RequestOutcome
 from mcp.engine.hooks import RequestTimings
 from mcp.engine.live import LoopStats
@@ -21,7 +22,6 @@ from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
 from mcp.engine.sequence import StepOutput
-from mcp.runtime import errors
 
 # The errors a worker may report, by class name; anything else arrives as an EngineError.
 _ERRORS: dict[str, type[errors.MCPError]] = {kind.__name__: kind for kind in (

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
 
 
 def add_sandbox_commands(commands: argparse._SubParsersAction) -> None:
@@ -28,8 +28,8 @@ def add_sandbox_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def sandbox_check(args: argparse.Namespace) -> int:
-    from mcp.runtime.config import RuntimeConfig, load_config
-    from mcp.runtime.serving_config import ServedModel
+    from mcp.config.runtime import RuntimeConfig, load_config
+    from mcp.config.serving import ServedModel
     from mcp.runtime.session import Session
     from mcp.serving.isolation.models import WorkerModels, worker_loop, worker_report
 

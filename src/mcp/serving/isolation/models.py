@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp.base.errors import ConfigError, ModelNotFoundError
+from mcp.config.serving import ServedModel
 from mcp.engine.engine import NativeEngine
 from mcp.engine.tokenizer import Tokenizer
 from mcp.modelfile.spec import ModelHeader
 from mcp.modelfile.validate import check_header
-from mcp.runtime.errors import ConfigError, ModelNotFoundError
 from mcp.runtime.model import Model
-from mcp.runtime.serving_config import ServedModel
 from mcp.runtime.session import Session
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.spec import EngineSettings, WorkerSpec
@@ -35,7 +35,8 @@ class _Plan:
 
 @dataclass
 class WorkerEngineView:
-    """What a Model reads of its engine, for an engine that lives in a worker."""
+    """What a Model reads of its engine (an ``EngineView``, engine/contracts.py), for an engine
+    that lives in a worker."""
 
     header: ModelHeader | None  # None only until the worker is ready
     tokenizer: Tokenizer | None
@@ -89,7 +90,7 @@ class WorkerModels:
             model = self._models.pop(key, None)
         if model is None:
             raise ModelNotFoundError(f"no model named {key!r} is loaded")
-        model._unload()
+        model.unload()
 
 
 def _fill_view(view: WorkerEngineView, ready: dict[str, Any], path) -> None:

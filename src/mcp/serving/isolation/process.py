@@ -26,7 +26,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from mcp.runtime.errors import InvalidRequestError, WorkerUnavailableError
+from mcp.base.errors import InvalidRequestError, WorkerUnavailableError
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.spec import WorkerSpec, worker_environment
 from mcp.serving.isolation.wire import ChannelClosed, FrameChannel, UnsendableFrame, encode

@@ -17,7 +17,7 @@ import platform
 import resource
 from typing import Any
 
-from mcp.runtime.isolation_config import WorkerLimits
+from mcp.config.isolation import WorkerLimits
 from mcp.serving.isolation import seccomp
 
 logger = logging.getLogger("mcp.serving.isolation")

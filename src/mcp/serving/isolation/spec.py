@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mcp.runtime.isolation_config import WorkerLimits
+from mcp.config.isolation import WorkerLimits
 
 # Variables a worker inherits: locale, paths to find Python and its packages, thread and
 # accelerator settings. Anything else (API keys, database URLs, tokens) stays behind.

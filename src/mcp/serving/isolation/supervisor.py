@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcp.runtime.errors import MCPError, WorkerUnavailableError
+from mcp.base.errors import MCPError, WorkerUnavailableError
 from mcp.serving.isolation.process import WorkerProcess
 from mcp.serving.isolation.spec import WorkerSpec
 

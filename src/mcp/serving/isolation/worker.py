@@ -25,12 +25,12 @@ from typing import Any
 
 import torch
 
+from mcp.base.errors import MCPError, ModelFormatError
+from mcp.config.isolation import address_space_bytes
 from mcp.engine.engine import EngineOptions, NativeEngine, resolve_device
 from mcp.engine.handle import RequestHandle
 from mcp.engine.hooks import HookRegistry
 from mcp.engine.loop import EngineLoop
-from mcp.runtime.errors import MCPError, ModelFormatError
-from mcp.runtime.isolation_config import address_space_bytes
 from mcp.runtime.session import load_on_a_passing_thread
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.probe import measure_isolation

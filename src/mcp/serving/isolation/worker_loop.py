@@ -17,16 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcp.base.errors import InvalidRequestError, MCPError, RequestCancelled, WorkerUnavailableError
 from mcp.engine.handle import RequestHandle, RequestOptions, RequestOutcome
 from mcp.engine.hooks import GenerationCompleted, HookRegistry, RequestTimings, SequenceStarted, TokenGenerated
 from mcp.engine.live import LoopStats
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
-from mcp.runtime.errors import InvalidRequestError, MCPError, RequestCancelled, WorkerUnavailableError
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.process import WorkerProcess
-from mcp.serving.isolation.supervisor import WorkerSupervisor
 from mcp.serving.isolation.spec import WorkerSpec
+from mcp.serving.isolation.supervisor import WorkerSupervisor
 
 _CALL_TIMEOUT_S = 30.0  # a submit is a few ms of admission; past this the worker is stuck
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from mcp.base.errors import ModelFormatError, ModelNotFoundError
+from mcp.compiler.hf_source import folder_sha256
 from mcp.gateway.registry.artifacts import read_artifact
 from mcp.gateway.registry.artifacts.pbtxt import parse_pbtxt
-from mcp.modelfile.hf_source import folder_sha256
-from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
 
 
 def test_hf_folder(hf_folder: Path):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from mcp.compiler.catalog import CATALOG, DEFAULT_MODEL
 from mcp.gateway.registry.artifacts import read_artifact
 from mcp.gateway.registry.stages import Stage
-from mcp.modelfile.catalog import CATALOG, DEFAULT_MODEL
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mcp.base.errors import ModelFormatError, ModelNotFoundError
 from mcp.gateway.registry.records import ArtifactMetadata
-from mcp.runtime.errors import ModelFormatError, ModelNotFoundError
 
 FORMATS = ("mcp", "gguf", "hf", "onnx", "triton")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from gguf import LlamaFileType
 
+from mcp.compiler.gguf_source import open_reader, read_field
 from mcp.gateway.registry.artifacts.common import dominant, file_uri
 from mcp.gateway.registry.records import ArtifactMetadata
-from mcp.modelfile.gguf_source import open_reader, read_field
 from mcp.modelfile.hashing import file_sha256
 
 

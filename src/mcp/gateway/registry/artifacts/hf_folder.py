@@ -9,10 +9,10 @@ from typing import Any
 
 from safetensors import SafetensorError, safe_open
 
+from mcp.base.errors import ModelFormatError
+from mcp.compiler.hf_source import folder_sha256, read_config, readme_license, shard_files
 from mcp.gateway.registry.artifacts.common import dominant, file_uri, product, tree_size
 from mcp.gateway.registry.records import ArtifactMetadata
-from mcp.modelfile.hf_source import folder_sha256, read_config, readme_license, shard_files
-from mcp.runtime.errors import ModelFormatError
 
 _CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from mcp.base.errors import ModelFormatError
 from mcp.gateway.registry.artifacts.common import dominant, file_uri, product
 from mcp.gateway.registry.records import ArtifactMetadata
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.errors import ModelFormatError
 
 _QUANTIZED_OPS = {"QuantizeLinear", "DequantizeLinear", "MatMulInteger", "QLinearMatMul", "QLinearConv",
                   "MatMulNBits", "DynamicQuantizeLinear"}

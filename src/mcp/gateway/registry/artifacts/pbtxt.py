@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mcp.runtime.errors import ModelFormatError
+from mcp.base.errors import ModelFormatError
 
 Message = dict[str, list]
 _TOKEN = re.compile(r"""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mcp.base.errors import ModelFormatError
+from mcp.compiler.hf_source import folder_sha256
 from mcp.gateway.registry.artifacts.common import file_uri, tree_size
 from mcp.gateway.registry.artifacts.pbtxt import Message, parse_pbtxt
 from mcp.gateway.registry.records import ArtifactMetadata
-from mcp.modelfile.hf_source import folder_sha256
-from mcp.runtime.errors import ModelFormatError
 
 CONFIG = "config.pbtxt"
 

@@ -9,9 +9,9 @@ runtime refuse the others; without a CA a signature is reported present but unve
 
 from __future__ import annotations
 
+from mcp.base.errors import MCPError
 from mcp.governance.compliance.context import EvidenceContext, ModelFileRef
 from mcp.governance.compliance.status import ControlResult, Status, result
-from mcp.runtime.errors import MCPError
 
 SIGNATURE_SUFFIX = ".sig"
 
@@ -51,12 +51,9 @@ def _lineage_of(ref: ModelFileRef) -> tuple[str, bool]:
 
 
 def _registry_lineage(context: EvidenceContext) -> list[str]:
-    if context.registry_url is None:
+    if context.registry_versions is None:
         return []
-    from mcp.gateway.registry.registry import Registry
-
-    with Registry.open(context.registry_url) as registry:
-        versions = registry.versions()
+    versions = context.registry_versions()
     with_lineage = [v for v in versions if v.lineage]
     return [f"registry: {len(with_lineage)} of {len(versions)} model version(s) carry lineage"
             + "".join(f"; {v.model_id} has none" for v in versions if not v.lineage)]
@@ -121,7 +118,7 @@ def model_signatures(context: EvidenceContext) -> ControlResult:
 def _verified_signatures(context: EvidenceContext, signed: list[ModelFileRef]) -> tuple[int, list[str]]:
     """How many of the signatures verify against runtime.trusted_ca, and a fact for each."""
     from mcp.governance.signing.models import trusted_certificates, verify_model
-    from mcp.runtime.errors import ModelSignatureError
+    from mcp.base.errors import ModelSignatureError
 
     trusted = trusted_certificates(context.config.trusted_ca)
     verified, facts = 0, []

@@ -13,11 +13,11 @@ from typing import Any
 
 from safetensors import SafetensorError, safe_open
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
+from mcp.compiler.compiler import SourceModel, SourceTensor
+from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.hashing import file_sha256
-from mcp.modelfile.compiler import SourceModel, SourceTensor
-from mcp.modelfile.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
 DTYPE_ENCODINGS = {"F32": "f32", "F16": "f16", "BF16": "bf16"}

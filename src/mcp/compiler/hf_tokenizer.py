@@ -18,8 +18,8 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
+from mcp.base.errors import ModelFormatError
 from mcp.modelfile.spec import TokenizerSpec
-from mcp.runtime.errors import ModelFormatError
 
 
 def tokenizer_spec_from_hf_folder(folder: Path) -> TokenizerSpec:

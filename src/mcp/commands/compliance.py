@@ -39,7 +39,7 @@ def _report(args: argparse.Namespace) -> int:
     from mcp.governance.compliance.report import build_report, render_html
 
     period = ReportPeriod.parse(args.since, args.period)
-    with EvidenceContext.from_config_file(args.config, period, args.registry) as context:
+    with EvidenceContext.from_config_file(args.config, period, registry_versions(args.registry)) as context:
         report = build_report(context, args.framework)
     text = render_html(report) if args.format == "html" else json.dumps(report.to_json(), indent=2,
                                                                           ensure_ascii=False) + "\n"
@@ -70,3 +70,17 @@ def _graph(args: argparse.Namespace) -> int:
         needs = "not applicable" if clause.not_applicable else controls or "no control (gap)"
         print(f"{clause.id:16} {clause.article:12} {clause.title}\n{'':29} -> {needs}")
     return 0
+
+
+def registry_versions(url: str | None):
+    """``--registry URL`` as the reader the evidence context takes (None: no registry given)."""
+    if url is None:
+        return None
+
+    def versions():
+        from mcp.gateway.registry.registry import Registry
+
+        with Registry.open(url) as registry:
+            return registry.versions()
+
+    return versions

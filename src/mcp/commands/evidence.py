@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from mcp.governance.compliance.commands import FRAMEWORKS
+from mcp.commands.compliance import FRAMEWORKS, registry_versions
 from mcp.governance.signing.commands import add_identity_arguments
 
 DEFAULT_CONFIG = Path("mcp-config.yaml")
@@ -77,7 +77,7 @@ def _report_now(args: argparse.Namespace) -> dict:
     if not config.is_file():
         raise EvidenceError(f"no compliance report: {config} does not exist; give --config (the server's "
                             "mcp-config.yaml) to build one now, --report FILE, or --no-report")
-    with EvidenceContext.from_config_file(config, registry_url=args.registry) as context:
+    with EvidenceContext.from_config_file(config, registry_versions=registry_versions(args.registry)) as context:
         return build_report(context, args.framework).to_json()
 
 

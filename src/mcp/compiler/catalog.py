@@ -18,8 +18,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp.base.errors import DownloadError, ModelFormatError, ModelNotFoundError
+from mcp.base.paths import mcp_home
 from mcp.modelfile.hashing import file_sha256
-from mcp.runtime.errors import DownloadError, ModelFormatError, ModelNotFoundError
 
 
 @dataclass(frozen=True)
@@ -57,11 +58,6 @@ CATALOG: dict[str, CatalogEntry] = {
 }
 
 DEFAULT_MODEL = "smollm2-135m-instruct"
-
-
-def mcp_home() -> Path:
-    """The model cache: ``$MCP_HOME``, else ``~/.cache/mcp2026``."""
-    return Path(os.environ.get("MCP_HOME") or Path.home() / ".cache" / "mcp2026")
 
 
 def lookup(name: str) -> CatalogEntry:
@@ -135,7 +131,7 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
     A compiled file already in the cache is reused when it was made from the expected
     source; ``force`` recompiles it.
     """
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler.compiler import compile_model
     from mcp.modelfile.reader import open_model
 
     entry = lookup(name)
@@ -154,12 +150,12 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
 
 
 def _is_current(header, entry: CatalogEntry) -> bool:
-    """Made from this entry's source by an ``auto`` compile for this CPU's int4 byte order."""
-    from mcp.engine.quant.int4pack import runtime_layout
+    """Made from this entry's source by an ``auto`` compile in the compiler's int4 byte order."""
+    from mcp.compiler.compiler import PACKED_LAYOUT
 
     layouts = {spec.layout for spec in header.tensors if spec.layout}
     return (
         header.lineage.source_sha256 == entry.gguf_sha256
         and header.lineage.recipe.get("precision") == "auto"
-        and layouts <= {runtime_layout()}
+        and layouts <= {PACKED_LAYOUT}
     )

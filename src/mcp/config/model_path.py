@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from mcp.modelfile import catalog
-from mcp.runtime.config import RuntimeConfig
-from mcp.runtime.errors import ModelNotFoundError
+from mcp.base.errors import ModelNotFoundError
+from mcp.compiler import catalog
+from mcp.config.runtime import RuntimeConfig
 
 
 def resolve_model_path(config: RuntimeConfig, model: str | os.PathLike, *, pull: bool = True) -> Path:

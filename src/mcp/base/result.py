@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcp.engine.hooks import RequestTimings
+from mcp.base.timing import RequestTimings
 
 
 @dataclass(frozen=True)

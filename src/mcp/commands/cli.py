@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from mcp.runtime.errors import MCPError
+from mcp.base.errors import MCPError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -101,8 +101,8 @@ def _add_gateway_commands(commands: argparse._SubParsersAction) -> None:
     from mcp.gateway.route_commands import add_route_commands
     from mcp.governance.attestation.commands import add_attest_commands
     from mcp.governance.audit.commands import add_audit_commands
-    from mcp.governance.compliance.commands import add_compliance_commands
-    from mcp.governance.evidence.commands import add_bundle_commands
+    from mcp.commands.compliance import add_compliance_commands
+    from mcp.commands.evidence import add_bundle_commands
     from mcp.governance.signing.commands import add_signing_commands
     from mcp.serving.isolation.commands import add_sandbox_commands
 
@@ -177,7 +177,7 @@ def _check_consistency(args: argparse.Namespace) -> int:
 
 
 def _pull(args: argparse.Namespace) -> int:
-    from mcp.modelfile import catalog
+    from mcp.compiler import catalog
 
     if args.list or not args.name:
         for entry in catalog.CATALOG.values():
@@ -189,7 +189,7 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    from mcp.modelfile.compiler import compile_model
+    from mcp.compiler.compiler import compile_model
 
     header = compile_model(args.source, args.output, precision=args.precision,
                            name=args.name, license=args.license, declared=_declared_lineage(args))
@@ -233,7 +233,7 @@ def _run(args: argparse.Namespace) -> int:
     options = {"max_tokens": args.max_tokens, "temperature": args.temperature, "seed": args.seed}
     if args.lean:
         return _run_lean(args, options)
-    from mcp.runtime.config import RuntimeConfig, load_config
+    from mcp.config.runtime import RuntimeConfig, load_config
     from mcp.runtime.session import Session
 
     config = load_config(args.config) if args.config else None
@@ -249,8 +249,8 @@ def _run_lean(args: argparse.Namespace, options: dict) -> int:
     """``run --lean``: the torch-free decoder. Generation defaults come from the config as in a
     Session; a catalog name must be pulled already (compiling needs torch)."""
     from mcp.engine.lean import LeanModel
-    from mcp.runtime.config import RuntimeConfig, load_config
-    from mcp.runtime.paths import resolve_model_path
+    from mcp.config.runtime import RuntimeConfig, load_config
+    from mcp.config.model_path import resolve_model_path
 
     config = load_config(args.config) if args.config else RuntimeConfig()
     threads = config.num_threads if args.threads is None else args.threads
@@ -269,8 +269,8 @@ def _print_stream(deltas) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from mcp.runtime.config import RuntimeConfig, load_config
-    from mcp.runtime.serving_config import ServedModel
+    from mcp.config.runtime import RuntimeConfig, load_config
+    from mcp.config.serving import ServedModel
 
     if args.hash_key is not None:
         from mcp.serving.tenants import hash_key

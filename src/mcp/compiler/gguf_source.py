@@ -20,12 +20,12 @@ import numpy as np
 import torch
 from gguf import GGMLQuantizationType, GGUFReader, ReaderTensor
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
+from mcp.compiler.compiler import SourceModel, SourceTensor, TensorValue
+from mcp.compiler.gguf_tokenizer import tokenizer_spec_from_gguf
 from mcp.modelfile.hashing import file_sha256
-from mcp.modelfile.compiler import SourceModel, SourceTensor, TensorValue
-from mcp.modelfile.gguf_tokenizer import tokenizer_spec_from_gguf
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, TokenizerSpec, stored_shape
 from mcp.modelfile.validate import MAX_DIM, check_architecture
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
 TENSOR_ENCODINGS = {

@@ -24,8 +24,8 @@ import gguf
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, normalizers, pre_tokenizers
 from tokenizers.models import BPE
 
+from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.modelfile.spec import TokenizerSpec
-from mcp.runtime.errors import ModelFormatError, UnsupportedModelError
 
 _KEYS = gguf.Keys.Tokenizer
 _NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = (int(t) for t in gguf.TokenType)

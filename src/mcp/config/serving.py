@@ -14,9 +14,9 @@ from typing import Literal
 
 import pydantic
 
-from mcp.runtime.arguments import check_model_name
-from mcp.runtime.errors import ConfigError, InvalidRequestError
-from mcp.runtime.isolation_config import WorkerLimits, WorkerSection, default_isolation, resolve_isolation, resolve_worker
+from mcp.base.arguments import check_model_name
+from mcp.base.errors import ConfigError, InvalidRequestError
+from mcp.config.isolation import WorkerLimits, WorkerSection, default_isolation, resolve_isolation, resolve_worker
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 

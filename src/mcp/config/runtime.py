@@ -15,13 +15,13 @@ from typing import Any, Literal
 import pydantic
 import yaml
 
+from mcp.base.errors import ConfigError
+from mcp.config.attestation import AttestationConfig, AttestationSection, resolve_attestation
+from mcp.config.serving import ServingConfig, ServingSection, resolve_serving
+from mcp.config.signing import SigningConfig, SigningSection, resolve_signing
 from mcp.engine.loop_config import DEFAULT_KV_MEMORY_FRACTION, LoopConfig
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
-from mcp.runtime.attestation_config import AttestationConfig, AttestationSection, resolve_attestation
-from mcp.runtime.errors import ConfigError
-from mcp.runtime.serving_config import ServingConfig, ServingSection, resolve_serving
-from mcp.runtime.signing_config import SigningConfig, SigningSection, resolve_signing
 
 
 class _Strict(pydantic.BaseModel):

@@ -22,6 +22,7 @@ import torch
 from gguf import GGMLQuantizationType
 from gguf.quants import dequantize
 
+from mcp.base.errors import ConfigError, ModelFormatError, ModelNotFoundError, UnsupportedModelError
 from mcp.engine.kernels import BLOCK_KINDS
 from mcp.engine.quant.int4pack import (
     GROUP_SIZE,
@@ -31,7 +32,6 @@ from mcp.engine.quant.int4pack import (
     codes_from_blocks,
     kernel_scale_and_zero,
     pack,
-    runtime_layout,
     stored_qparams,
 )
 from mcp.engine.quant.int8 import codes_from_q8_0
@@ -51,7 +51,6 @@ from mcp.modelfile.spec import (
 )
 from mcp.modelfile.validate import check_header, expected_tensor_shapes
 from mcp.modelfile.writer import write_model
-from mcp.runtime.errors import ConfigError, ModelFormatError, ModelNotFoundError, UnsupportedModelError
 
 TensorValue = np.ndarray | torch.Tensor
 
@@ -67,6 +66,10 @@ PRECISION_ENCODINGS = {
 # last as they are), other matrices as bf16.
 PRECISION_CHOICES = ("auto", "source", *PRECISION_ENCODINGS)
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
+PACKED_LAYOUT = "rows"
+"""The byte order packed int4 matrices are written in: the native kernels' (``rows``), whatever
+machine compiles. A file is data: the same source and recipe give the same bytes on every CPU,
+and an engine without the native kernels repacks to its torch layout at load (engine/weights.py)."""
 _QPARAMS_ENCODINGS = {source: "f16" if dtype == torch.float16 else "f32" for source, dtype in QPARAMS_DTYPES.items()}
 _BLOCK_QTYPES = {encoding: GGMLQuantizationType[encoding.upper()] for encoding in BLOCK_ENCODINGS}
 
@@ -129,7 +132,7 @@ def compile_model(
 def load_source(src: Path) -> SourceModel:
     """Read a GGUF file or a Hugging Face folder."""
     if src.is_dir():
-        from mcp.modelfile.hf_source import load_hf_folder
+        from mcp.compiler.hf_source import load_hf_folder
 
         return load_hf_folder(src)
     if not src.is_file():
@@ -141,7 +144,7 @@ def load_source(src: Path) -> SourceModel:
             f"{src}: not a GGUF file (no GGUF magic); compile a .gguf file or a Hugging Face "
             "folder holding config.json, *.safetensors and tokenizer.json"
         )
-    from mcp.modelfile.gguf_source import load_gguf
+    from mcp.compiler.gguf_source import load_gguf
 
     return load_gguf(src)
 
@@ -228,7 +231,7 @@ def _specs(tensor: SourceTensor, encoding: str) -> tuple[TensorSpec, ...]:
     if encoding != INT4_ENCODING:
         return (TensorSpec(tensor.name, encoding, tensor.shape, sha256=""),)
     return (
-        TensorSpec(tensor.name, encoding, tensor.shape, sha256="", layout=runtime_layout()),
+        TensorSpec(tensor.name, encoding, tensor.shape, sha256="", layout=PACKED_LAYOUT),
         TensorSpec(tensor.name + QPARAMS_SUFFIX, _QPARAMS_ENCODINGS[tensor.encoding], (rows, cols // GROUP_SIZE, 2),
                    sha256=""),
         TensorSpec(tensor.name + SCALE_ZERO_SUFFIX, "bf16", (cols // GROUP_SIZE, rows, 2), sha256=""),
@@ -250,7 +253,7 @@ def _loaders(tensor: SourceTensor, encoding: str) -> dict[str, Callable[[], Tens
 def _int4_parts(tensor: SourceTensor, blocks: torch.Tensor) -> list[torch.Tensor]:
     """A 4-bit GGUF tensor re-laid as packed int4: codes, qparams, the torch kernel's scale_zero."""
     codes, qparams = codes_from_blocks(blocks, tensor.encoding, tensor.shape)
-    return [pack(codes, runtime_layout()), stored_qparams(qparams, tensor.encoding),
+    return [pack(codes, PACKED_LAYOUT), stored_qparams(qparams, tensor.encoding),
             kernel_scale_and_zero(qparams, torch.bfloat16)]
 
 

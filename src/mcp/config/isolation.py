@@ -14,7 +14,7 @@ from typing import Literal
 
 import pydantic
 
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
 
 ISOLATION_MODES = ("worker", "none")
 

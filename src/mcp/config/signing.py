@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pydantic
 
-from mcp.runtime.errors import ConfigError
+from mcp.base.errors import ConfigError
 
 
 class _Strict(pydantic.BaseModel):
