@@ -36,7 +36,30 @@ def _openapi_without_422(app: FastAPI) -> dict:
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}})
         for name in ("HTTPValidationError", "ValidationError"):
             schema.get("components", {}).get("schemas", {}).pop(name, None)
+        _add_links(schema)
         app.openapi_schema = schema
     return app.openapi_schema
 
 
+# OpenAPI links: how one answer feeds the next request (schemathesis' stateful tests follow them).
+_HI = {"max_tokens": 2, "messages": [{"role": "user", "content": "Hi"}]}
+LINKS = {
+    ("/v1/models", "get"): {
+        "ChatWithListedModel": {"operationRef": "#/paths/~1v1~1chat~1completions/post",
+                                "requestBody": {**_HI, "model": "$response.body#/data/0/id"}},
+        "CompleteWithListedModel": {"operationRef": "#/paths/~1v1~1completions/post",
+                                    "requestBody": {"prompt": "Hi", "max_tokens": 2,
+                                                    "model": "$response.body#/data/0/id"}}},
+    ("/admin/models", "post"): {
+        "SwapToLoaded": {"operationRef": "#/paths/~1admin~1models~1{name}~1swap/post",
+                         "parameters": {"path.name": "$response.body#/name"},
+                         "requestBody": {"version": "$response.body#/version"}},
+        "UnloadLoaded": {"operationRef": "#/paths/~1admin~1models~1{name}~1versions~1{version}/delete",
+                         "parameters": {"path.name": "$response.body#/name",
+                                        "path.version": "$response.body#/version"}}},
+}
+
+
+def _add_links(schema: dict) -> None:
+    for (path, method), links in LINKS.items():
+        schema["paths"][path][method]["responses"]["200"]["links"] = links

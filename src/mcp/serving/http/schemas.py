@@ -11,14 +11,22 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from mcp.base.arguments import check_model_name, check_model_source, check_unicode
-from mcp.engine.params import MAX_COUNT, SEED_RANGE
+from mcp.engine.params import MAX_COUNT
 
 # Request text: a lone surrogate (JSON's "\\ud800") is a 400 naming the field, not a tokenizer crash.
 Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the text"))]
-StopText = Annotated[Text, Field(min_length=1)]
+# JSON Schema's integer takes 5.0 (JSON has one number type; Python's parser makes it a float): so
+# does the server, and only that, for the schema and the server to agree (strict otherwise). The
+# bounds come first, or pydantic leaves them out of the schema.
+_INTEGRAL = BeforeValidator(lambda value: int(value) if isinstance(value, float) and value.is_integer() else value)
+Count = Annotated[int, Field(ge=1, le=MAX_COUNT), _INTEGRAL]
+TopK = Annotated[int, Field(ge=0, le=MAX_COUNT), _INTEGRAL]
+Seed = Annotated[int, Field(ge=-(2**63), le=2**63), _INTEGRAL]  # within the generator's range; bounds exact as floats
+NumLogprobs = Annotated[int, Field(ge=0, le=20), _INTEGRAL]
+NonEmptyText = Annotated[Text, Field(min_length=1)]  # a prompt or a stop string
 # Admin names and sources (docs/api.md); the schema states the rule, the validator says it in words.
 ModelName = Annotated[str, AfterValidator(lambda value: check_model_name(value, "it")),
                       Field(json_schema_extra={"pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$", "minLength": 1,
@@ -54,18 +62,18 @@ class ChatMessage(_Request):
 
 class _Sampling(_Request):
     model: Text = Field("", description="name or name:version; empty: the server's default model")
-    max_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)
+    max_tokens: Count | None = None
     temperature: float | None = Field(None, ge=0, le=2)
     top_p: float | None = Field(None, gt=0, le=1)
-    top_k: int | None = Field(None, ge=0, le=MAX_COUNT)  # bounded like every integer that reaches the engine
+    top_k: TopK | None = None
     min_p: float | None = Field(None, ge=0, lt=1)
     repetition_penalty: float | None = Field(None, gt=0)
     presence_penalty: float | None = Field(None, ge=-2, le=2)
     frequency_penalty: float | None = Field(None, ge=-2, le=2)
-    seed: int | None = Field(None, ge=SEED_RANGE[0], le=SEED_RANGE[1])  # what the engine's generator takes
-    stop: StopText | Annotated[list[StopText], Field(max_length=16)] | None = None  # the engine's limits
+    seed: Seed | None = None
+    stop: NonEmptyText | Annotated[list[NonEmptyText], Field(max_length=16)] | None = None  # the engine's limits
     ignore_eos: bool = False
-    n: int = Field(1, ge=1)
+    n: Count = 1
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: Text | None = None
@@ -73,14 +81,14 @@ class _Sampling(_Request):
 
 class ChatCompletionRequest(_Sampling):
     messages: list[ChatMessage] = Field(min_length=1)
-    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_COUNT)
+    max_completion_tokens: Count | None = None
     logprobs: bool = False
-    top_logprobs: int | None = Field(None, ge=0, le=20)
+    top_logprobs: NumLogprobs | None = None
 
 
 class CompletionRequest(_Sampling):
-    prompt: Text | Annotated[list[Text], Field(min_length=1)]
-    logprobs: int | None = Field(None, ge=0, le=20)
+    prompt: NonEmptyText | Annotated[list[NonEmptyText], Field(min_length=1)]
+    logprobs: NumLogprobs | None = None
     echo: bool = Field(False, json_schema_extra={"enum": [False]})  # not supported: true is a 400
 
 
