@@ -36,7 +36,7 @@ def test_compile_inspect_and_run(tmp_path, smollm2_gguf):
     assert f"wrote {out}" in proc.stdout
     shown = run("inspect", "--verify", str(out))
     assert shown.returncode == 0, shown.stderr
-    for fact in ("576", "1536", "49152", "int4", "int8", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    for fact in ("576", "1536", "49152", "q4_1", "int8", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                  "every tensor matches"):
         assert fact in shown.stdout
     plan = run("inspect", "--plan", str(out))
