@@ -30,7 +30,7 @@ def smollm2_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 @pytest.fixture(scope="session")
 def smollm2_auto_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The default model as `mcp2026 pull` compiles it (``auto``: packed int4 + bf16 head)."""
+    """The default model as `mcp2026 pull` compiles it (``auto``: its Q4_1 blocks as stored, the Q8_0 embedding/head as int8)."""
     from mcp.compiler.compiler import compile_model
 
     out = tmp_path_factory.mktemp("models-auto") / "smollm2-135m-instruct.mcp"

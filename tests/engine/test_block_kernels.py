@@ -1,4 +1,5 @@
-"""The native kernels on GGUF's own Q5_0, Q5_1, Q5_K and Q6_K blocks, on every ISA this CPU has.
+"""The native kernels on GGUF's own Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K and Q6_K blocks, on every ISA
+this CPU has.
 
 Each kind's dequantized values must equal ``gguf.quants.dequantize`` (ggml's reference) bit for
 bit in fp32, on random blocks whose fp16 fields take every kind of half (subnormal, infinite,
@@ -21,7 +22,7 @@ from test_kernels import isa  # noqa: F401  (the fixture: every ISA this CPU has
 
 KINDS = sorted(BLOCK_KINDS)
 # The fp16 fields of each block (byte offsets): scales, and the mins/offsets where there are.
-HALVES = {"q5_0": (0,), "q5_1": (0, 2), "q5_k": (0, 2), "q6_k": (208,)}
+HALVES = {"q4_0": (0,), "q4_1": (0, 2), "q4_k": (0, 2), "q5_0": (0,), "q5_1": (0, 2), "q5_k": (0, 2), "q6_k": (208,)}
 EXTREME_HALVES = np.array([0x0001, 0x03FF, 0x0400, 0x7BFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x8001, 0x0000, 0x8000],
                           dtype=np.uint16)
 

@@ -108,3 +108,24 @@ def test_a_quantized_file_runs_every_matrix_natively_with_the_reference_tokens(f
     lean = LeanModel(tmp_path / "auto.mcp", num_threads=2)._forward(prompt, 0)
     want = reference.generator.score(prompt)[-1]
     assert np.abs(lean - want.numpy()).max() <= 1e-4 * want.abs().max().item()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["Q4_K_M", "Q4_0"])
+def test_a_4_bit_file_compiles_to_its_own_blocks_and_no_more_bytes(f16_gguf, tmp_path, name):
+    """The default compile keeps Q4_0/Q4_1/Q4_K blocks as stored (no int4 codes beside f32 or
+    f16 scale/offset and a bf16 copy for the torch kernel): the .mcp's tensors hold the GGUF's
+    bytes, and the plan runs them with the block kernels."""
+    quantized = tmp_path / f"tiny-{name}.gguf"
+    quantize(f16_gguf, quantized, FILE_TYPES[name][0])
+    compile_model(quantized, tmp_path / "auto.mcp")
+    gguf_bytes = sum(int(t.n_bytes) for t in gguf.GGUFReader(quantized).tensors)
+    with open_model(tmp_path / "auto.mcp") as model_file:
+        specs = model_file.header.tensors
+        mcp_bytes = sum(model_file.tensor(spec.name).numel() * model_file.tensor(spec.name).element_size()
+                        for spec in specs)
+        assert not any(spec.name.endswith((".qparams", ".scale_zero")) for spec in specs)
+    assert mcp_bytes <= gguf_bytes * 1.01, (mcp_bytes, gguf_bytes)
+    engine = load(tmp_path / "auto.mcp")
+    four_bit = {p.decode for n, p in engine.plan.by_tensor.items() if "mlp" in n or "self_attn" in n} - {"mcp-q6_k"}
+    assert four_bit == {f"mcp-{name[:4].lower()}"}, engine.plan.describe()

@@ -57,7 +57,7 @@ def test_greedy_tokens_equal_the_pytorch_engines(lean, torch_model, prompt, raw)
     assert ours.text == theirs.text
     assert (ours.finish_reason, ours.usage.completion_tokens) == ("length", 40)
     assert ours.usage.prompt_tokens == theirs.usage.prompt_tokens
-    assert ours.backend == "lean" and ours.precision == "int4 layers, int8 head, exact dots, f32 KV cache"
+    assert ours.backend == "lean" and ours.precision == "q4_1 layers, int8 head, exact dots, f32 KV cache"
 
 
 def test_chat_with_a_system_message_stops_at_eos_like_the_pytorch_engine(lean, torch_model) -> None:

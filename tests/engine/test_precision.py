@@ -13,6 +13,7 @@ from mcp.base.errors import ConfigError
 from mcp.engine.precision import Hardware, TensorPlan, resolve
 from mcp.engine.quant import int4pack
 from mcp.engine.quant.dequant import dequantize
+from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import PrecisionPlan, TensorSpec
 
@@ -53,7 +54,10 @@ def test_auto_on_a_cpu_without_native_bf16_prefills_in_fp32():
 @pytest.mark.parametrize("hardware, prefill", [(ZEN4_NATIVE, "dense-bf16"), (ZEN3_NATIVE, "dense-fp32")])
 def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, prefill):
     plan = resolve(TENSORS, PrecisionPlan(), hardware)
-    assert plan.by_tensor[Q_PROJ] == plan.by_tensor[DOWN] == TensorPlan("mcp-int4", prefill)
+    # 4-bit GGUF blocks run as stored (the bytes llama.cpp reads), 40 rows or not; int4 as int4
+    assert plan.by_tensor[Q_PROJ] == TensorPlan("mcp-q4_1", prefill)
+    assert plan.by_tensor[K_PROJ] == TensorPlan("mcp-q4_0", prefill)
+    assert plan.by_tensor[DOWN] == TensorPlan("mcp-int4", prefill)
     # the Q8_0 embedding/head keeps its own values: grouped int8, not bf16
     assert plan.by_tensor["model.embed_tokens.weight"] == TensorPlan("mcp-int8", prefill)
     assert plan.by_tensor[UP] == TensorPlan("mcp-q6_k", prefill)  # Q6_K: its own blocks, natively and exactly
@@ -66,10 +70,20 @@ def test_auto_with_native_kernels_keeps_4_bit_and_q8_0_weights_exact(hardware, p
     assert forced.activations == "bf16"
 
 
+def test_int8_dots_run_4_bit_sources_as_int4_and_leave_the_other_blocks_exact():
+    plan = resolve(TENSORS, PrecisionPlan(), ZEN4_NATIVE, decode_dots="int8")
+    assert plan.by_tensor[Q_PROJ].decode == "mcp-int4"  # the block kernels have no integer dots
+    assert plan.by_tensor[K_PROJ].decode == "mcp-q4_0"  # 40 rows: int4 cannot take it
+    assert plan.by_tensor[UP].decode == "mcp-q6_k"
+    assert plan.decode_dots == "int8"
+
+
 @pytest.mark.parametrize("encoding, cols, kernel", [("q5_0", 96, "mcp-q5_0"), ("q5_1", 64, "mcp-q5_1"),
                                                    ("q5_k", 512, "mcp-q5_k"), ("q6_k", 256, "mcp-q6_k"),
+                                                   ("q4_0", 96, "mcp-q4_0"), ("q4_1", 64, "mcp-q4_1"),
+                                                   ("q4_k", 512, "mcp-q4_k"),
                                                    ("q5_k", 288, "dense-bf16")])  # not whole K-quant blocks
-def test_gguf_5_and_6_bit_blocks_run_their_native_kernels_the_head_included(encoding, cols, kernel):
+def test_gguf_block_kinds_run_their_native_kernels_the_head_included(encoding, cols, kernel):
     tensors = (TensorSpec("lm_head.weight", encoding, (100, cols), ""),
                TensorSpec("model.layers.0.mlp.up_proj.weight", encoding, (64, cols), ""))
     plan = resolve(tensors, PrecisionPlan(), ZEN4_NATIVE)
@@ -146,21 +160,36 @@ def test_hardware_detection_reads_this_machine():
     assert hardware.native_kernels == ("avx512" if " avx512bw " in flags else "avx2" if " avx2 " in flags else "scalar")
 
 
-def test_pulled_model_int4_reproduces_the_gguf_weights_exactly(smollm2_auto_mcp, smollm2_mcp):
-    """Every int4 tensor of the `auto` file equals the GGUF's own dequantized values."""
+def test_pulled_model_keeps_the_gguf_4_bit_blocks_byte_for_byte(smollm2_auto_mcp, smollm2_mcp):
+    """Every Q4_1 matrix of the `auto` file is the GGUF's own blocks, nothing stored beside them."""
     checked = 0
     with open_model(smollm2_auto_mcp, verify=True) as auto, open_model(smollm2_mcp) as source:
+        names = {spec.name for spec in auto.header.tensors}
         for spec in auto.header.tensors:
-            if spec.encoding != "int4":
+            if spec.encoding != "q4_1":
                 continue
-            codes = int4pack.unpack(auto.tensor(spec.name), spec.layout)
-            ours = int4pack.dequantize_int4(codes, auto.tensor(spec.name + ".qparams"))
+            assert source.header.tensor(spec.name).encoding == "q4_1"
+            assert torch.equal(auto.tensor(spec.name), source.tensor(spec.name)), spec.name
+            assert not {spec.name + ".qparams", spec.name + ".scale_zero"} & names
+            checked += 1
+    assert checked == 210
+
+
+def test_forced_int4_reproduces_the_gguf_weights_exactly(smollm2_gguf, smollm2_mcp, tmp_path):
+    """``--precision int4`` still writes packed int4, equal to the GGUF's own dequantized values."""
+    compile_model(smollm2_gguf, tmp_path / "int4.mcp", precision="int4")
+    checked = 0
+    with open_model(tmp_path / "int4.mcp", verify=True) as packed, open_model(smollm2_mcp) as source:
+        for spec in packed.header.tensors:
+            if spec.encoding != "int4" or ".layers.0." not in spec.name:
+                continue
+            codes = int4pack.unpack(packed.tensor(spec.name), spec.layout)
+            ours = int4pack.dequantize_int4(codes, packed.tensor(spec.name + ".qparams"))
             src = source.header.tensor(spec.name)
-            assert src.encoding == "q4_1"
             theirs = dequantize(source.tensor(spec.name), src.encoding, src.shape)  # == gguf.quants (test_dequant)
             assert torch.equal(ours.view(torch.int32), theirs.view(torch.int32)), spec.name
             checked += 1
-    assert checked == 210
+    assert checked == 7
 
 
 def test_engine_dequantizer_is_ggufs_on_the_real_file(smollm2_gguf):
@@ -177,7 +206,7 @@ NATIVE_ONLY = tuple(t for t in TENSORS if t.name not in (UP, K_PROJ))  # every m
 def test_native_decode_defaults_to_exact_dots_and_the_native_step():
     plan = resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3_NATIVE)
     assert (plan.decode_dots, plan.decode_step) == ("exact", "native")
-    assert plan.summary() == "mcp-int4×2 mcp-int8×1 / act fp32 / native step"
+    assert plan.summary() == "mcp-int8×1 mcp-q4_1×1 mcp-int4×1 / act fp32 / native step"
     assert "decode       exact dots, native step" in plan.describe()
 
 
@@ -188,7 +217,9 @@ def test_int8_dots_and_the_torch_step_can_be_chosen():
 
 
 def test_the_native_step_needs_every_matrix_native():
-    assert resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE).decode_step == "torch"  # a Q6_K tensor stays dense
+    dense = TensorSpec("model.layers.0.mlp.gate_proj.weight", "bf16", (1536, 576), "")
+    assert resolve(TENSORS, PrecisionPlan(), ZEN3_NATIVE).decode_step == "native"  # every block kind is native
+    assert resolve((*TENSORS, dense), PrecisionPlan(), ZEN3_NATIVE).decode_step == "torch"  # a bf16 matrix
     assert resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3).decode_step == "torch"  # PyTorch's kernels
     plan = resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3)
     assert plan.decode_dots == "exact"  # no native kernel runs: nothing is quantized

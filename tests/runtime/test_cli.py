@@ -36,12 +36,12 @@ def test_compile_inspect_and_run(tmp_path, smollm2_gguf):
     assert f"wrote {out}" in proc.stdout
     shown = run("inspect", "--verify", str(out))
     assert shown.returncode == 0, shown.stderr
-    for fact in ("576", "1536", "49152", "int4", "int8", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    for fact in ("576", "1536", "49152", "q4_1", "int8", "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                  "every tensor matches"):
         assert fact in shown.stdout
     plan = run("inspect", "--plan", str(out))
     assert plan.returncode == 0, plan.stderr
-    assert "210 tensors  decode mcp-int4" in plan.stdout and "model.layers.0.mlp.up_proj.weight" not in plan.stdout
+    assert "210 tensors  decode mcp-q4_1" in plan.stdout and "model.layers.0.mlp.up_proj.weight" not in plan.stdout
     assert "1 tensors  decode mcp-int8" in plan.stdout  # the tied Q8_0 embedding/head, exact
     answer = run("run", str(out), "The capital of France is", "--raw", "--max-tokens", "8", "--temperature", "0")
     assert answer.returncode == 0, answer.stderr

@@ -1,5 +1,5 @@
-"""``scheduler.kv_cache_dtype: f16`` through the SDK on the default model's own plan (int4
-weights, the native step): the loop's cache holds halves, twice the blocks for one budget,
+"""``scheduler.kv_cache_dtype: f16`` through the SDK on the default model's own plan (Q4_1
+blocks, the native step): the loop's cache holds halves, twice the blocks for one budget,
 and greedy decoding gives the fp32 cache's tokens."""
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ def test_quickstart_call_answers(model):
     assert result.usage.completion_tokens == len(result.token_ids) <= 48
     assert result.usage.prompt_tokens > 10  # the chat template wraps the prompt
     assert result.backend == "native" and result.precision == model.precision
-    assert result.precision == "mcp-int4×210 mcp-int8×1 / act fp32 / native step"  # the auto plan, any CPU
+    assert result.precision == "mcp-q4_1×210 mcp-int8×1 / act fp32 / native step"  # the auto plan, any CPU
     assert 0 < result.timings.ttft_s <= result.timings.total_s
     assert result.timings.tpot_s > 0
 

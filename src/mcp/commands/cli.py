@@ -47,7 +47,7 @@ def _build_parser() -> argparse.ArgumentParser:
     compile_ = commands.add_parser("compile", help="compile a GGUF file or HF folder to .mcp")
     compile_.add_argument("source", type=Path)
     compile_.add_argument("-o", "--output", type=Path, required=True)
-    compile_.add_argument("--precision", default="source", choices=("source", "fp32", "f16", "bf16"))
+    compile_.add_argument("--precision", default="source", choices=("source", "auto", "int4", "fp32", "f16", "bf16"))
     compile_.add_argument("--name", help="model name recorded in the header")
     compile_.add_argument("--license", help="license recorded in the lineage")
     compile_.add_argument("--lineage", type=Path, metavar="YAML",

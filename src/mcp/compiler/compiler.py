@@ -60,11 +60,16 @@ PRECISION_ENCODINGS = {
     "f16": ("f16", torch.float16),
     "bf16": ("bf16", torch.bfloat16),
 }
-# "auto" writes what the runtime's auto plan runs, so that loading converts nothing: 4-bit
-# GGUF blocks as packed int4 in this runtime's byte order, Q8_0 blocks as grouped int8,
-# Q5_0/Q5_1/Q5_K/Q6_K matrices as their GGUF blocks (all exact; the native kernels read the
-# last as they are), other matrices as bf16.
-PRECISION_CHOICES = ("auto", "source", *PRECISION_ENCODINGS)
+# "auto" writes what the runtime's auto plan runs, so that loading converts nothing: Q8_0
+# blocks as grouped int8 (codes and fp16 scales: 8.5 bits a weight, as the GGUF), Q4_0/Q4_1/
+# Q4_K/Q5_0/Q5_1/Q5_K/Q6_K matrices as their GGUF blocks (exact; the native kernels read them
+# as they are, so the file holds the GGUF's bytes and nothing beside them), other matrices as
+# bf16. "int4" is "auto" but with 4-bit matrices as packed int4 (codes, f32 or f16 scale/
+# offset and PyTorch's int4pack kernel's bf16 scale_zero: 6-7 bits a weight for Q4_K, 5-6 for
+# Q4_0/Q4_1), opt-in for a file meant for that kernel (CUDA-less CPUs without the native
+# build) to load without converting; a plan without the native kernels re-lays 4-bit blocks
+# as int4 at load otherwise.
+PRECISION_CHOICES = ("auto", "source", "int4", *PRECISION_ENCODINGS)
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
 PACKED_LAYOUT = "rows"
 """The byte order packed int4 matrices are written in: the native kernels' (``rows``), whatever
@@ -109,8 +114,9 @@ def compile_model(
 ) -> ModelHeader:
     """Compile ``src`` (a ``.gguf`` file or an HF folder) to the ``.mcp`` file ``out``.
 
-    ``precision`` "auto" stores tensors as the runtime's auto plan runs them (4-bit GGUF
-    blocks as packed int4, exactly; other matrices bf16); "source" keeps every tensor's
+    ``precision`` "auto" stores tensors as the runtime's auto plan runs them (GGUF's 4/5/6-bit
+    blocks as stored, Q8_0 as grouped int8, other matrices bf16); "int4" the same but 4-bit
+    blocks as packed int4 (exactly, plus the torch kernel's bf16 copy); "source" keeps every tensor's
     encoding (GGUF blocks stay blocks); "fp32", "f16" or "bf16" converts every tensor,
     dequantizing blocks. ``declared`` adds data lineage (datasets) and may name the base
     model and license. Returns the header written. The output appears only when complete.
@@ -209,11 +215,12 @@ def _header(source: SourceModel, precision: str, name: str | None, license: str 
 
 
 def _target_encoding(tensor: SourceTensor, precision: str) -> str:
-    if precision == "source" or len(tensor.shape) != 2 and precision == "auto":
+    if precision == "source" or len(tensor.shape) != 2 and precision in ("auto", "int4"):
         return tensor.encoding
-    if precision != "auto":
+    if precision not in ("auto", "int4"):
         return PRECISION_ENCODINGS[precision][0]
-    if tensor.encoding in INT4_SOURCES and can_pack(tensor.shape) and tensor.name not in SENSITIVE:
+    if precision == "int4" and tensor.encoding in INT4_SOURCES and can_pack(tensor.shape) and \
+            tensor.name not in SENSITIVE:
         return INT4_ENCODING
     if tensor.encoding == "q8_0" and len(tensor.shape) == 2:
         return INT8_ENCODING

@@ -5,9 +5,11 @@ the plan picks a *decode* kernel (few rows per call: memory-bound, so the fewest
 win: packed int4 where the source is 4-bit, grouped int8 where it is Q8_0) and a *prefill*
 kernel (many rows: compute-bound, so a dense GEMM on dequantized weights, bf16 where the
 CPU multiplies bf16 natively). On a CPU the decode kernels are the native ones
-(``mcp.engine.kernels``: ``mcp-int4``, ``mcp-int8``, and ``mcp-q5_0``, ``mcp-q5_1``,
-``mcp-q5_k``, ``mcp-q6_k`` on GGUF's own 5/6-bit blocks; exact weights and fp32 sums) when
-they are built, else PyTorch's ``int4pack`` (bf16 activations); CUDA runs dense bf16.
+(``mcp.engine.kernels``: ``mcp-int4``, ``mcp-int8``, and ``mcp-q4_0``, ``mcp-q4_1``,
+``mcp-q4_k``, ``mcp-q5_0``, ``mcp-q5_1``, ``mcp-q5_k``, ``mcp-q6_k`` on GGUF's own 4/5/6-bit
+blocks read as stored, as many bytes a token as llama.cpp reads; exact weights and fp32 sums;
+4-bit blocks run as ``mcp-int4`` only where int8 dots are asked for, which the block kernels
+lack) when they are built, else PyTorch's ``int4pack`` (bf16 activations); CUDA runs dense bf16.
 Sensitive tensors (the embedding and output head) are never requantized: they keep their
 exact Q8_0/Q5/Q6 values (natively) or at least bf16. The file's ``PrecisionPlan`` and the
 config can force a precision globally or per tensor pattern; "auto" leaves the choice to
@@ -189,7 +191,7 @@ def resolve(
         if len(spec.shape) != 2 or spec.name.endswith((QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX)):
             continue  # not a weight matrix: a vector, or the scales of a quantized one
         wanted = _requested(spec.name, file_plan, forced, overrides)
-        plan[spec.name] = choose_kernels(spec, wanted, hardware)
+        plan[spec.name] = choose_kernels(spec, wanted, hardware, int_dots=decode_dots == "int8")
     activations = _activations(file_plan, forced, hardware)
     all_native = bool(plan) and all(p.decode in NATIVE_KERNELS for p in plan.values())
     dots = "exact" if decode_dots == "auto" else decode_dots
@@ -221,13 +223,16 @@ def _requested(name: str, file_plan: PrecisionPlan, forced: str | None, override
     return file_plan.default
 
 
-def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware) -> TensorPlan:
-    """The kernels for one 2-D tensor given what was asked for ("auto" or a precision)."""
+def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware, int_dots: bool = False) -> TensorPlan:
+    """The kernels for one 2-D tensor given what was asked for ("auto" or a precision);
+    ``int_dots``: int8 dots were asked for, which 4-bit sources get as ``mcp-int4``."""
     dense = "dense-bf16" if hardware.native_bf16 or hardware.device_type == "cuda" else "dense-fp32"
     cpu = hardware.device_type == "cpu"
     int4_ok = cpu and spec.encoding in ("int4", *INT4_SOURCES) and can_pack(spec.shape)
     int4_kernel = "mcp-int4" if hardware.native_kernels else "int4pack"
     grouped_int8 = cpu and hardware.native_kernels and spec.encoding in ("int8", "q8_0") and spec.shape[1] % 32 == 0
+    blocks_ok = cpu and hardware.native_kernels and spec.encoding in BLOCK_KERNELS and \
+        spec.shape[1] % kernels.BLOCK_KINDS[spec.encoding][0] == 0
     if wanted in TORCH_DTYPES:
         kernel = f"dense-{wanted}"
         return TensorPlan(kernel, kernel)
@@ -237,13 +242,12 @@ def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware) -> TensorP
         return TensorPlan("int8pack", dense)
     if wanted not in ("auto", "int4", "int8"):
         raise ConfigError(f"tensor {spec.name}: unknown precision {wanted!r}")
+    if blocks_ok and not (int_dots and int4_ok and spec.name not in SENSITIVE):  # GGUF's blocks, exactly
+        return TensorPlan(BLOCK_KERNELS[spec.encoding], dense)
     if int4_ok and spec.name not in SENSITIVE:
         return TensorPlan(int4_kernel, dense)
     if grouped_int8:  # Q8_0's own values, exactly: the head and embedding included
         return TensorPlan("mcp-int8", dense)
-    if cpu and hardware.native_kernels and spec.encoding in BLOCK_KERNELS and \
-            spec.shape[1] % kernels.BLOCK_KINDS[spec.encoding][0] == 0:  # GGUF's 5/6-bit blocks, exactly
-        return TensorPlan(BLOCK_KERNELS[spec.encoding], dense)
     # A dense matrix is held once, so one dtype serves both phases: bf16, since memory-bound
     # decode reads half the bytes of fp32 even where the CPU has no native bf16 math.
     return TensorPlan("dense-bf16", "dense-bf16")

@@ -2,7 +2,7 @@
 
 Dense tensors already in the planned dtype stay in the file's memory map (zero copy: a
 warm load reads nothing); packed int4 tensors in the runtime kernel's byte order, grouped
-int8 tensors and GGUF's 5/6-bit blocks planned for their native kernels are used as stored. Anything else is converted once at load: GGUF 4-bit blocks
+int8 tensors and GGUF's 4/5/6-bit blocks planned for their native kernels are used as stored. Anything else is converted once at load: GGUF 4-bit blocks planned for an int4 kernel
 are re-laid as int4, other blocks are dequantized, dense tensors are cast, and a tensor
 planned as int8 is quantized from its dequantized values.
 """

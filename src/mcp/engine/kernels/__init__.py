@@ -7,9 +7,9 @@ A ``QuantMatrix`` W [N, K] is either
 - int8: codes int8 [N, K] and qparams [N, K/32] = scale: w = scale * q (GGUF's Q8_0).
 qparams are float32, or float16 where the source's are (Q4_0, Q4_1, Q8_0): half the bytes
 of scales to read per token, the same values.
-- q5_0, q5_1, q5_k, q6_k: GGUF's own blocks as the file stores them, codes uint8
+- q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k: GGUF's own blocks as the file stores them, codes uint8
   [N, K / block weights * block bytes] and no qparams (None); the kernels decode each block's
-  scales, mins and 5/6-bit codes in registers, to exactly ``gguf.quants``' values (Q6_K's
+  scales, mins and 4/5/6-bit codes in registers, to exactly ``gguf.quants``' values (Q6_K's
   scale per 16 weights and the K-quants' per-sub-block mins included). They always multiply
   exactly (``x_digits`` is ignored: they have no integer dots).
 ``W.matmul(x)`` computes x @ W.T for x [..., K] in fp32 or bf16, with the weights
@@ -45,9 +45,10 @@ else:
     BUILD_ERROR = None
 
 GROUP_SIZE = 32
-_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5}
+_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8}
 # The GGUF block kinds: kind -> (weights, bytes) per block.
-BLOCK_KINDS = {"q5_0": (32, 22), "q5_1": (32, 24), "q5_k": (256, 176), "q6_k": (256, 210)}
+BLOCK_KINDS = {"q5_0": (32, 22), "q5_1": (32, 24), "q5_k": (256, 176), "q6_k": (256, 210),
+               "q4_0": (32, 18), "q4_1": (32, 20), "q4_k": (256, 144)}
 _OUT_DTYPES = (torch.float32, torch.bfloat16)
 _QPARAM_DTYPES = (torch.float32, torch.float16)
 KV_DTYPES = (torch.float32, torch.float16)  # what a paged KV cache the native attention reads may hold

@@ -2,7 +2,7 @@
 
 The lean decoder reads the matrices exactly as the default compile writes them for the
 native kernels: int4 codes in row order with (scale, offset) qparams per group of 32, int8
-codes with a scale per group, GGUF's Q5_0/Q5_1/Q5_K/Q6_K blocks as stored, float32 norms. Nothing is repacked or dequantized at load, so
+codes with a scale per group, GGUF's Q4_0/Q4_1/Q4_K/Q5_0/Q5_1/Q5_K/Q6_K blocks as stored, float32 norms. Nothing is repacked or dequantized at load, so
 a load maps the file and reads the tokenizer; a file in another form (4-bit or Q8_0 GGUF
 blocks kept as they were, torch's int4pack layout, dense matrices) is refused with what to do instead.
 Tensors that lie back to back in the file (a layer's q/k/v, its gate/up) are used as one
@@ -23,7 +23,7 @@ from mcp.modelfile.layout import FileLayout
 from mcp.modelfile.spec import BLOCK_ENCODINGS, INT4_ENCODING, INT8_ENCODING, QPARAMS_SUFFIX, ArchitectureConfig
 
 GROUP_SIZE = 32
-BLOCK_KINDS = ("q5_0", "q5_1", "q5_k", "q6_k")  # GGUF blocks the kernels read as stored
+BLOCK_KINDS = ("q5_0", "q5_1", "q5_k", "q6_k", "q4_0", "q4_1", "q4_k")  # GGUF blocks the kernels read as stored
 KINDS = {INT4_ENCODING: 0, INT8_ENCODING: 1, **{kind: 2 + i for i, kind in enumerate(BLOCK_KINDS)}}  # WeightKind
 MAX_PARTS = 3  # parts of one matrix in the step's table (csrc/decode.h kMaxParts)
 _NUMPY = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16, "U8": np.uint8, "I8": np.int8}
@@ -131,8 +131,8 @@ class FileWeights:
             form = spec.encoding + (f" in the {spec.layout} layout" if spec.layout else "")
             raise ModelFormatError(
                 f"{self.layout.path}: tensor {name} is stored as {form}; the lean decoder reads the matrices as "
-                "the compiler stores them for the native kernels: int4 in row order (from 4-bit GGUF blocks), "
-                "int8 (from Q8_0) and Q5_0/Q5_1/Q5_K/Q6_K blocks, which `mcp2026 pull` and `mcp2026 compile` of a 4-bit GGUF write with the default "
+                "the compiler stores them for the native kernels: int4 in row order (`--precision int4`), "
+                "int8 (from Q8_0) and Q4_0/Q4_1/Q4_K/Q5_0/Q5_1/Q5_K/Q6_K blocks, which `mcp2026 pull` and `mcp2026 compile` of a 4-bit GGUF write with the default "
                 "precision (auto). Run this file with mcp.runtime.Session (the PyTorch engine), which converts it "
                 "at load")
         if spec.encoding in BLOCK_KINDS:

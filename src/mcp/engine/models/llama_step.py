@@ -24,7 +24,7 @@ from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.linear import LinearGroup, NativeLinear
 from mcp.engine.models.llama import LlamaForCausalLM
 
-_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5}
+_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8}
 MAX_PARTS = 3  # a matrix stacked from parts of different kinds (csrc/decode.h, kMaxParts)
 MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
 

@@ -246,7 +246,7 @@ void run_layers(const Team& team, const ModelDims& d, const LayerRef* layers, in
 
 // Whole blocks of K for each part's kind (GGUF's K-quants: 256 weights, the others 32).
 int64_t block_weights(WeightKind kind) {
-  return kind == WeightKind::kQ5K || kind == WeightKind::kQ6K ? 256 : kGroup;
+  return kind == WeightKind::kQ5K || kind == WeightKind::kQ6K || kind == WeightKind::kQ4K ? 256 : kGroup;
 }
 
 std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, int64_t N, int64_t K) {
@@ -255,7 +255,7 @@ std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, in
   int64_t rows = 0;
   for (int64_t p = 0; p < w.parts; ++p) {
     const MatrixPart& part = w.part[p];
-    if (static_cast<int>(part.kind) < 0 || static_cast<int>(part.kind) > static_cast<int>(WeightKind::kQ6K))
+    if (static_cast<int>(part.kind) < 0 || static_cast<int>(part.kind) > kLastKind)
       return where + ": unknown weight kind " + std::to_string(static_cast<int>(part.kind));
     if (part.codes == nullptr || (!is_block_kind(part.kind) && part.qparams == nullptr) || part.rows < 1 ||
         K % block_weights(part.kind) != 0)

@@ -60,6 +60,11 @@ struct Bytes256 {
   static BV b_and(BV v, int mask) { return _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(mask))); }
   static BV b_or(BV a, BV b) { return _mm256_or_si256(a, b); }
   static BV b_sub(BV v, int n) { return _mm256_sub_epi8(v, _mm256_set1_epi8(static_cast<char>(n))); }
+  // out[i] = scale * byte i of bytes (unsigned), i < 8: the K-quants' 6-bit scales and mins
+  static void scaled8(uint64_t bytes, float scale, float* out) {
+    const __m256 values = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
+    _mm256_storeu_ps(out, _mm256_mul_ps(values, _mm256_set1_ps(scale)));
+  }
 };
 #pragma GCC pop_options
 
@@ -140,6 +145,16 @@ struct Isa : Bytes256 {
     const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     q[0] = _mm512_permutexvar_ps(bytes, values);
     q[1] = _mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), values);
+  }
+  // 32 bytes' low nibbles (shift 0) or high ones (shift 4) as floats, by the same lookup: the
+  // bytes widen into 32-bit lanes and the permute reads each lane's low 4 bits, so no mask
+  // (Q4_K's groups, blocks.inc): 4-6 operations where bytes shifted, masked and converted take 8.
+  static void nibbles32(const uint8_t* p, int shift, V* q) {
+    const __m512 values = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    for (int i = 0; i < 2; ++i) {
+      const __m512i bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i)));
+      q[i] = _mm512_permutexvar_ps(shift != 0 ? _mm512_srli_epi32(bytes, 4) : bytes, values);
+    }
   }
   // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc): Bytes256's, and
   static BV b_fifth_bits(uint32_t word) {  // byte i = 16 where bit i of word is set
@@ -231,6 +246,9 @@ struct Isa : Bytes256 {
     }
   }
   static void int4_codes_lookup(const uint8_t* p, V* q) { int4_codes(p, q); }  // no 16-entry permute here
+  static void nibbles32(const uint8_t* p, int shift, V* q) {  // 32 bytes' low or high nibbles as floats
+    b_floats(b_and(b_srl(b_load(p), shift), 0x0f), q);
+  }
   // 32 bytes at a time for GGUF's 5- and 6-bit blocks (blocks.inc): Bytes256's, and
   static BV b_fifth_bits(uint32_t word) {  // byte i = 16 where bit i of word is set
     const __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(word)),
@@ -353,6 +371,9 @@ struct Isa {
     }
   }
   static void int4_codes_lookup(const uint8_t* p, V* q) { int4_codes(p, q); }
+  static void nibbles32(const uint8_t* p, int shift, V* q) {
+    for (int j = 0; j < kGroup; ++j) q[j] = static_cast<float>((p[j] >> shift) & 0x0f);
+  }
   static void int8_codes(const int8_t* p, V* q) {
     for (int j = 0; j < kGroup; ++j) q[j] = static_cast<float>(p[j]);
   }
@@ -382,6 +403,9 @@ struct Isa {
   static BV b_and(BV v, int mask) { return b_map(v, [mask](uint8_t b, int) { return b & mask; }); }
   static BV b_or(BV a, BV c) { return b_map(a, [&c](uint8_t b, int i) { return b | c.b[i]; }); }
   static BV b_sub(BV v, int n) { return b_map(v, [n](uint8_t b, int) { return b - n; }); }
+  static void scaled8(uint64_t bytes, float scale, float* out) {
+    for (int i = 0; i < 8; ++i) out[i] = scale * static_cast<float>((bytes >> (8 * i)) & 0xffu);
+  }
   static void b_floats(BV v, V* q) {
     for (int i = 0; i < kGroup; ++i) q[i] = static_cast<float>(static_cast<int8_t>(v.b[i]));
   }

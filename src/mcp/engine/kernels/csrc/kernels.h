@@ -13,8 +13,9 @@ constexpr int kGroup = 32;  // weights per quantization group along K
 
 // kInt4/kInt8: codes and group parameters apart (see MatmulArgs); the others are GGUF's own
 // blocks read as stored, codes = uint8 [N, K / block weights * block bytes] and no qparams:
-// Q5_0, Q5_1 (32 weights a block), Q5_K, Q6_K (256) (blocks.inc).
-enum class WeightKind : int { kInt4 = 0, kInt8 = 1, kQ5_0 = 2, kQ5_1 = 3, kQ5K = 4, kQ6K = 5 };
+// Q5_0, Q5_1 (32 weights a block), Q5_K, Q6_K (256), Q4_0, Q4_1 (32), Q4_K (256) (blocks.inc).
+enum class WeightKind : int { kInt4 = 0, kInt8 = 1, kQ5_0 = 2, kQ5_1 = 3, kQ5K = 4, kQ6K = 5, kQ4_0 = 6, kQ4_1 = 7, kQ4K = 8 };
+constexpr int kLastKind = static_cast<int>(WeightKind::kQ4K);
 
 inline bool is_block_kind(WeightKind kind) { return static_cast<int>(kind) >= static_cast<int>(WeightKind::kQ5_0); }
 
