@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from mcp.base.errors import ConfigError
+from mcp.compiler.compiler import compile_model
 from mcp.engine.precision import Hardware, TensorPlan, resolve
 from mcp.engine.quant import int4pack
 from mcp.engine.quant.dequant import dequantize
-from mcp.modelfile.compiler import compile_model
 from mcp.modelfile.reader import open_model
 from mcp.modelfile.spec import PrecisionPlan, TensorSpec
 
