@@ -17,6 +17,7 @@ from mcp.backends.base import (
     Backend, BackendError, Capabilities, Generation, GenerationParams, Health, Prompt, Scores, ScoreKind,
     TopLogprobs, check_loaded, kv_bytes, token_tuple,
 )
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.sampler import SamplingParams
 from mcp.modelfile.reader import open_model
@@ -49,14 +50,14 @@ class NativeBackend(Backend):
         sampling = SamplingParams(max_tokens=params.max_tokens, temperature=params.temperature, seed=params.seed,
                                   ignore_eos=True, logprobs=params.top_logprobs or None)
         started = time.perf_counter()
-        steps = list(engine.generator.generate(list(prompt.token_ids), sampling))
+        steps = list(contiguous_decoder(engine).generate(list(prompt.token_ids), sampling))
         seconds = time.perf_counter() - started
         ids = token_tuple(step.token_id for step in steps)
         top = tuple(_top(step.top_logprobs) for step in steps) if params.top_logprobs else ()
         return Generation(ids, engine.tokenizer.decode(ids, skip_special_tokens=True), seconds, top)
 
     def score(self, sequence: Prompt, top_k: int) -> Scores:
-        return Scores(logits=self._engine().generator.score(list(sequence.token_ids)))
+        return Scores(logits=contiguous_decoder(self._engine()).score(list(sequence.token_ids)))
 
     def versions(self) -> dict[str, str]:
         return {"mcp2026": _package_version("mcp2026"), "torch": torch.__version__}
