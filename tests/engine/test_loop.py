@@ -14,6 +14,7 @@ import time
 import pytest
 
 from mcp.base.errors import (CapacityError, ContextLengthError, EngineError, InvalidRequestError,
+                             RequestCancelled)
 from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
@@ -22,7 +23,6 @@ from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
-                                RequestCancelled)
 
 TEXTS = [
     "The capital of France is",
