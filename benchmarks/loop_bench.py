@@ -1,6 +1,7 @@
-"""The engine loop measured: decode speed against the contiguous-cache ``Generator`` on the same
-engine (batch 1 and 8, tokens per second), and the time to first token of a request whose
-200-token system prompt is already in the prefix cache, against the same request without caching.
+"""The engine loop measured: decode speed against the contiguous-cache decoder
+(``ContiguousDecoder``, engine/contiguous.py) on the same engine (batch 1 and 8, tokens per second),
+and the time to first token of a request whose 200-token system prompt is already in the prefix
+cache, against the same request without caching.
 
     python benchmarks/loop_bench.py MODEL.mcp [--precision auto] [--tokens 64] [--runs 3]
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.handle import RequestHandle
 from mcp.engine.loop import EngineLoop
@@ -26,7 +28,7 @@ PROMPTS = ["The capital of France is", "Once upon a time", "def fibonacci(n):", 
 
 def generator_tps(engine: NativeEngine, prompts: list[list[int]], params: SamplingParams) -> float:
     started = time.perf_counter()
-    num_tokens = sum(sum(o is not None for o in step) for step in engine.generator.generate_batch(prompts, params))
+    num_tokens = sum(sum(o is not None for o in step) for step in contiguous_decoder(engine).generate_batch(prompts, params))
     return num_tokens / (time.perf_counter() - started)
 
 

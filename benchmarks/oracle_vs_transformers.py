@@ -22,6 +22,7 @@ import torch  # noqa: E402
 
 from mcp.compiler import catalog  # noqa: E402
 from mcp.compiler.compiler import compile_model  # noqa: E402
+from mcp.engine.contiguous import contiguous_decoder  # noqa: E402
 from mcp.engine.engine import EngineOptions, NativeEngine  # noqa: E402
 from mcp.engine.sampler import SamplingParams  # noqa: E402
 from mcp.modelfile.reader import open_model  # noqa: E402
@@ -82,11 +83,11 @@ def _ids(tokenizer, prompt) -> list[int]:
 
 
 def _agreement_row(index: int, ids: list[int], ours: NativeEngine, hf_model, num_tokens: int) -> None:
-    greedy = [s.token_id for s in ours.generator.generate(ids, SamplingParams(max_tokens=num_tokens, temperature=0.0, ignore_eos=True))]
+    greedy = [s.token_id for s in contiguous_decoder(ours).generate(ids, SamplingParams(max_tokens=num_tokens, temperature=0.0, ignore_eos=True))]
     sequence = ids + greedy
     with torch.inference_mode():
         theirs = hf_model(torch.tensor([sequence]), use_cache=False).logits[0].float()
-    mine = ours.generator.score(sequence)
+    mine = contiguous_decoder(ours).score(sequence)
     diff = mine[len(ids) - 1] - theirs[len(ids) - 1]
     top1 = (mine.argmax(-1) == theirs.argmax(-1)).float().mean().item()
     # Teacher-forced greedy match: does transformers pick our token at every generated position?
@@ -97,9 +98,9 @@ def _agreement_row(index: int, ids: list[int], ours: NativeEngine, hf_model, num
 
 def _speed(ours: NativeEngine, hf_model, ids: list[int], num_tokens: int) -> None:
     params = SamplingParams(max_tokens=num_tokens, temperature=0.0, ignore_eos=True)
-    list(ours.generator.generate(ids, SamplingParams(max_tokens=4, temperature=0.0)))  # warm-up
+    list(contiguous_decoder(ours).generate(ids, SamplingParams(max_tokens=4, temperature=0.0)))  # warm-up
     started = time.perf_counter()
-    steps = list(ours.generator.generate(ids, params))
+    steps = list(contiguous_decoder(ours).generate(ids, params))
     ours_s = time.perf_counter() - started
     config = hf_model.generation_config
     with torch.inference_mode():

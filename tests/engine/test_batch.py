@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from mcp.base.errors import ContextLengthError, InvalidRequestError
+from mcp.engine.contiguous import ContiguousDecoder, contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
-from mcp.engine.generator import Generator
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import attention_inputs, static_attention_inputs
 from mcp.engine.sampler import SamplingParams
@@ -61,13 +61,13 @@ def _collect(run) -> list[list]:
 
 
 def _alone(engine, prompt_ids, params) -> list:
-    return list(engine.generator.generate(prompt_ids, params))
+    return list(contiguous_decoder(engine).generate(prompt_ids, params))
 
 
 def test_batched_greedy_equals_each_prompt_alone(engine, prompts_ids):
     lengths = sorted(len(ids) for ids in prompts_ids)
     assert len(prompts_ids) == 9 and lengths[0] == 1 and lengths[-1] - lengths[0] > 64  # two prefills
-    batched = _collect(engine.generator.generate_batch(prompts_ids, GREEDY))
+    batched = _collect(contiguous_decoder(engine).generate_batch(prompts_ids, GREEDY))
     for ids, steps in zip(prompts_ids, batched):
         assert steps == _alone(engine, ids, GREEDY)  # token ids, text, finish_reason: all of it
         assert len(steps) == 12 and steps[-1].finish_reason == "length"
@@ -77,7 +77,7 @@ def test_batched_greedy_equals_each_prompt_alone(engine, prompts_ids):
 def test_batched_greedy_equals_transformers(engine, prompts_ids, hf_smollm2, hf_greedy):
     hf_model, _ = hf_smollm2
     chosen = [prompts_ids[0], prompts_ids[4], prompts_ids[6]]  # raw short, raw long, chat
-    batched = _collect(engine.generator.generate_batch(chosen, GREEDY))
+    batched = _collect(contiguous_decoder(engine).generate_batch(chosen, GREEDY))
     for ids, steps in zip(chosen, batched):
         assert [s.token_id for s in steps] == hf_greedy(hf_model, ids, 12)
 
@@ -92,7 +92,7 @@ def test_sequences_finish_independently(engine, prompts_ids):
         SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True),
     ]
     chosen = [prompts_ids[4], prompts_ids[0], prompts_ids[3], prompts_ids[6]]
-    run = engine.generator.generate_batch(chosen, params)
+    run = contiguous_decoder(engine).generate_batch(chosen, params)
     batched = _collect(run)
     assert [len(steps) for steps in batched][0::2] == [2, 7]
     assert [steps[-1].finish_reason for steps in batched] == ["length", "stop", "length", "length"]
@@ -104,7 +104,7 @@ def test_sequences_finish_independently(engine, prompts_ids):
 def test_finished_sequences_leave_the_cache(engine, prompts_ids):
     budgets = [3, 1, 6, 4, 6]
     params = [SamplingParams(max_tokens=n, temperature=0.0, ignore_eos=True) for n in budgets]
-    run = engine.generator.generate_batch(prompts_ids[:5], params)
+    run = contiguous_decoder(engine).generate_batch(prompts_ids[:5], params)
     assert run.num_rows == 5
     rows, live = [], []
     for outputs in run:
@@ -116,7 +116,7 @@ def test_finished_sequences_leave_the_cache(engine, prompts_ids):
 def test_seeded_sampling_is_reproducible_inside_a_batch(engine, prompts_ids):
     params = [SamplingParams(max_tokens=10, temperature=1.0, top_p=0.95, seed=seed) for seed in (1, 2, 1)]
     chosen = [prompts_ids[0], prompts_ids[0], prompts_ids[6]]
-    batched = _collect(engine.generator.generate_batch(chosen, params))
+    batched = _collect(contiguous_decoder(engine).generate_batch(chosen, params))
     for ids, p, steps in zip(chosen, params, batched):
         assert steps == _alone(engine, ids, p)
     assert batched[0] != batched[1]  # same prompt, other seed
@@ -124,7 +124,7 @@ def test_seeded_sampling_is_reproducible_inside_a_batch(engine, prompts_ids):
 
 def test_cancel_ends_every_live_sequence(engine, prompts_ids):
     steps_taken = []
-    run = engine.generator.generate_batch(prompts_ids[:3], GREEDY, should_cancel=lambda: len(steps_taken) >= 2)
+    run = contiguous_decoder(engine).generate_batch(prompts_ids[:3], GREEDY, should_cancel=lambda: len(steps_taken) >= 2)
     for outputs in run:
         steps_taken.append(outputs)
     assert len(steps_taken) == 3
@@ -132,7 +132,7 @@ def test_cancel_ends_every_live_sequence(engine, prompts_ids):
 
 
 def test_too_long_prompt_is_refused_before_anything_runs(engine, prompts_ids):
-    generator = Generator(engine.model, engine.tokenizer, max_context=64)
+    generator = ContiguousDecoder(engine.model, engine.tokenizer, max_context=64)
     calls = []
     too_long = list(range(100, 180))
     with pytest.raises(ContextLengthError, match=r"^prompts\[2\]: the prompt has 80 tokens but the context holds 64"):
@@ -152,7 +152,7 @@ def test_too_long_prompt_is_refused_before_anything_runs(engine, prompts_ids):
 )
 def test_bad_batches_are_invalid_requests(engine, prompts, params, message):
     with pytest.raises(InvalidRequestError, match=message):
-        engine.generator.generate_batch(prompts, params)
+        contiguous_decoder(engine).generate_batch(prompts, params)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -198,8 +198,8 @@ def test_attention_layout_masks_each_row_to_its_own_keys():
 
 @pytest.mark.slow
 def test_compiled_decode_step_gives_the_eager_tokens(engine, prompts_ids):
-    compiled = Generator(engine.model, engine.tokenizer, engine.max_context, compile_step=True)
+    compiled = ContiguousDecoder(engine.model, engine.tokenizer, engine.max_context, compile_step=True)
     chosen = prompts_ids[:3]
-    eager = _collect(engine.generator.generate_batch(chosen, GREEDY))
+    eager = _collect(contiguous_decoder(engine).generate_batch(chosen, GREEDY))
     assert _collect(compiled.generate_batch(chosen, GREEDY)) == eager
     assert list(compiled.generate(chosen[0], GREEDY)) == eager[0]

@@ -21,6 +21,7 @@ from test_kquant_model import FFN, HEAD_DIM, HIDDEN, KV_HEADS, finish_gguf, star
 from test_native_step import generate
 
 from mcp.compiler.compiler import compile_model
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.lean import LeanModel
 from mcp.engine.precision import NATIVE_KERNELS
@@ -106,7 +107,7 @@ def test_a_quantized_file_runs_every_matrix_natively_with_the_reference_tokens(f
         assert (got - want).abs().max() <= 1e-4 * want.abs().max()
     prompt = got_tokens[0]
     lean = LeanModel(tmp_path / "auto.mcp", num_threads=2)._forward(prompt, 0)
-    want = reference.generator.score(prompt)[-1]
+    want = contiguous_decoder(reference).score(prompt)[-1]
     assert np.abs(lean - want.numpy()).max() <= 1e-4 * want.abs().max().item()
 
 

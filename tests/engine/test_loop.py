@@ -13,6 +13,9 @@ import time
 
 import pytest
 
+from mcp.base.errors import (CapacityError, ContextLengthError, EngineError, InvalidRequestError,
+                             RequestCancelled)
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.loop import EngineLoop
@@ -20,8 +23,6 @@ from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
-from mcp.base.errors import (CapacityError, ContextLengthError, EngineError, InvalidRequestError,
-                                RequestCancelled)
 
 TEXTS = [
     "The capital of France is",
@@ -60,7 +61,7 @@ def greedy(max_tokens: int) -> SamplingParams:
 
 
 def alone(engine, prompt_ids, params) -> list[int]:
-    return [step.token_id for step in engine.generator.generate(prompt_ids, params)]
+    return [step.token_id for step in contiguous_decoder(engine).generate(prompt_ids, params)]
 
 
 def tokens(handle: RequestHandle) -> list[int]:
@@ -104,12 +105,12 @@ def test_requests_from_threads_join_a_running_batch(engine, loop, prompts):
 
 def test_sampling_with_a_seed_and_stop_strings_matches_the_generator(engine, loop, prompts):
     seeded = SamplingParams(max_tokens=16, temperature=0.9, seed=11)
-    text = "".join(s.text for s in engine.generator.generate(prompts[2], greedy(20)))
+    text = "".join(s.text for s in contiguous_decoder(engine).generate(prompts[2], greedy(20)))
     stop = SamplingParams(max_tokens=20, temperature=0.0, stop=(text.split()[2],))
     handles = [loop.submit(prompts[0], seeded), loop.submit(prompts[2], stop)]
     got = [list(h) for h in handles]
     for params, ids, steps in zip((seeded, stop), (prompts[0], prompts[2]), got):
-        assert steps == list(engine.generator.generate(ids, params))
+        assert steps == list(contiguous_decoder(engine).generate(ids, params))
     assert handles[1].outcome.finish_reason == "stop" and got[1][-1].finish_reason == "stop"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.sampler import SamplingParams
 from mcp.modelfile.reader import open_model
@@ -54,7 +55,7 @@ def test_last_position_logits_match_transformers(engine, hf_smollm2, prompt):
     hf_model, hf_tokenizer = hf_smollm2
     ids = _prompt_ids(hf_tokenizer, prompt)
     assert engine.tokenizer.encode(hf_tokenizer.decode(ids), add_special_tokens=False) == ids
-    ours = engine.generator.score(ids)[-1]
+    ours = contiguous_decoder(engine).score(ids)[-1]
     with torch.inference_mode():
         theirs = hf_model(torch.tensor([ids])).logits[0, -1].float()
     mse = torch.mean((ours - theirs) ** 2).item()
@@ -68,7 +69,7 @@ def test_greedy_continuation_matches_transformers(engine, hf_smollm2, hf_greedy,
     hf_model, hf_tokenizer = hf_smollm2
     ids = _prompt_ids(hf_tokenizer, prompt)
     params = SamplingParams(max_tokens=32, temperature=0.0, ignore_eos=True)
-    ours = [step.token_id for step in engine.generator.generate(ids, params)]
+    ours = [step.token_id for step in contiguous_decoder(engine).generate(ids, params)]
     theirs = hf_greedy(hf_model, ids, 32)
     assert len(ours) == 32
     assert ours == theirs, f"first divergence at {next(i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b)}"

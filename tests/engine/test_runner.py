@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from mcp.base.errors import ConfigError
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import NativeEngine
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.attention import paged_attention_inputs
@@ -50,7 +51,7 @@ def _budget(engine) -> int:
 
 def _last_logits(engine, token_ids: list[int]) -> torch.Tensor:
     """The contiguous-cache engine's logits after ``token_ids``: fp32 [vocab]."""
-    return engine.generator.score(token_ids)[-1]
+    return contiguous_decoder(engine).score(token_ids)[-1]
 
 
 def _assert_same(logits: torch.Tensor, expected: torch.Tensor) -> None:
@@ -86,7 +87,7 @@ def test_a_mixed_step_gives_each_chunk_its_logits_alone(engine, runner, prompts)
     mixed = runner.execute([StepChunk(c[8:], 8, tables["c"], True),  # a prefill chunk from its cached prefix
                             StepChunk([next_a], len(a), tables["a"], True),  # and two decodes
                             StepChunk([next_b], len(b), tables["b"], True)])
-    expected_a, expected_b = engine.generator.score(a + [next_a]), engine.generator.score(b + [next_b])
+    expected_a, expected_b = contiguous_decoder(engine).score(a + [next_a]), contiguous_decoder(engine).score(b + [next_b])
     _assert_same(first[0], expected_a[-2])
     _assert_same(first[1], expected_b[-2])
     _assert_same(mixed[0], _last_logits(engine, c))  # rows come in the chunks' order
@@ -113,7 +114,7 @@ def test_sequences_sharing_prefix_blocks_get_a_full_recompute(engine, runner, pr
 def test_greedy_decoding_equals_the_generator(engine, runner, prompts):
     chosen, tables = [prompts[1], prompts[2]], [[5, 18], [22, 10, 14]]
     params = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
-    expected = [[step.token_id for step in engine.generator.generate(ids, params)] for ids in chosen]
+    expected = [[step.token_id for step in contiguous_decoder(engine).generate(ids, params)] for ids in chosen]
     logits = runner.execute([StepChunk(ids, 0, table, True) for ids, table in zip(chosen, tables)])
     generated = [[int(row.argmax())] for row in logits]
     for _ in range(15):

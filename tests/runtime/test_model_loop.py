@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from mcp.config.runtime import RuntimeConfig
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
@@ -40,7 +41,7 @@ def model(smollm2_mcp):
 
 def _generator_tokens(model, text: str, max_tokens: int) -> tuple[int, ...]:
     params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
-    return tuple(step.token_id for step in model.engine.generator.generate(model.tokenize(text), params))
+    return tuple(step.token_id for step in contiguous_decoder(model.engine).generate(model.tokenize(text), params))
 
 
 def test_greedy_tokens_equal_the_generator_alone_in_fp32(model):

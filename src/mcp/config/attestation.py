@@ -12,23 +12,20 @@ from pathlib import Path
 from typing import Literal
 
 import pydantic
+from mcp.base.sections import StrictSection
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class TpmSection(_Strict):
+class TpmSection(StrictSection):
     tcti: str = pydantic.Field("device:/dev/tpmrm0", min_length=1)  # or swtpm:host=127.0.0.1,port=2321
     hierarchy: Literal["endorsement", "owner"] = "endorsement"  # where the attestation key is made
 
 
-class SevSnpSection(_Strict):
+class SevSnpSection(StrictSection):
     device: str = "/dev/sev-guest"
     vmpl: int = pydantic.Field(0, ge=0, le=3)
 
 
-class AttestationSection(_Strict):
+class AttestationSection(StrictSection):
     key_file: str | None = None  # the instance key; None: $MCP_HOME/attestation.key
     pcr: int = pydantic.Field(23, ge=0, le=23)  # the PCR the log extends (a resettable one on a real TPM)
     tpm: TpmSection | None = None

@@ -15,15 +15,12 @@ from typing import Literal
 import pydantic
 
 from mcp.base.errors import ConfigError
+from mcp.base.sections import StrictSection
 
 ISOLATION_MODES = ("worker", "none")
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class WorkerSection(_Strict):
+class WorkerSection(StrictSection):
     # the worker's RLIMIT_AS in GiB; auto: 16 GiB plus twice the model file on CPU, unlimited on CUDA
     address_space_gib: float | Literal["auto", "unlimited"] = "auto"
     max_open_files: int = pydantic.Field(1024, ge=64)  # RLIMIT_NOFILE
@@ -73,13 +70,8 @@ def resolve_worker(section: WorkerSection, source: str) -> WorkerLimits:
                           f"got {space}")
     if section.restart_backoff_max_s < section.restart_backoff_s:
         raise ConfigError(f"{source}: serving.worker.restart_backoff_max_s must be at least restart_backoff_s")
-    return WorkerLimits(
-        address_space_gib=space if isinstance(space, float) else None,
-        unlimited_address_space=space == "unlimited",
-        max_open_files=section.max_open_files, network_namespace=section.network_namespace,
-        seccomp=section.seccomp, start_timeout_s=section.start_timeout_s,
-        restart_backoff_s=section.restart_backoff_s, restart_backoff_max_s=section.restart_backoff_max_s,
-        max_restarts_per_minute=section.max_restarts_per_minute)
+    return section.into(WorkerLimits, address_space_gib=space if isinstance(space, float) else None,
+                        unlimited_address_space=space == "unlimited")
 
 
 def address_space_bytes(limits: WorkerLimits, model_bytes: int, device: str) -> int | None:

@@ -16,6 +16,7 @@ import pydantic
 import yaml
 
 from mcp.base.errors import ConfigError
+from mcp.base.sections import StrictSection
 from mcp.config.attestation import AttestationConfig, AttestationSection, resolve_attestation
 from mcp.config.serving import ServingConfig, ServingSection, resolve_serving
 from mcp.config.signing import SigningConfig, SigningSection, resolve_signing
@@ -24,11 +25,7 @@ from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class RuntimeSection(_Strict):
+class RuntimeSection(StrictSection):
     device: str = "auto"
     num_threads: int | Literal["auto"] = "auto"
     precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] = "auto"
@@ -44,7 +41,7 @@ class RuntimeSection(_Strict):
     cache_dir: str | None = None
 
 
-class GenerationSection(_Strict):
+class GenerationSection(StrictSection):
     max_tokens: int = pydantic.Field(256, gt=0)
     temperature: float = pydantic.Field(0.7, ge=0)
     top_p: float = pydantic.Field(1.0, gt=0, le=1)
@@ -60,12 +57,12 @@ class GenerationSection(_Strict):
 SLOClassName = Literal["critical", "high", "medium", "low"]
 
 
-class SLOTargetSection(_Strict):
+class SLOTargetSection(StrictSection):
     ttft_s: float | None = pydantic.Field(None, gt=0)  # None: the class's default
     tpot_s: float | None = pydantic.Field(None, gt=0)
 
 
-class SchedulerSection(_Strict):
+class SchedulerSection(StrictSection):
     policy: Literal["slo", "fcfs"] = "slo"
     max_num_seqs: int = pydantic.Field(32, gt=0)
     max_num_batched_tokens: int = pydantic.Field(256, gt=0)
@@ -85,7 +82,7 @@ class SchedulerSection(_Strict):
     tenant_weights: dict[str, float] = {}
 
 
-class ConfigFile(_Strict):
+class ConfigFile(StrictSection):
     version: Literal[1] = 1
     runtime: RuntimeSection = RuntimeSection()
     generation: GenerationSection = GenerationSection()
@@ -186,23 +183,15 @@ def _resolve(parsed: ConfigFile, base_dir: Path, source: str) -> RuntimeConfig:
     if rt.require_signed_models and not rt.trusted_ca:
         raise ConfigError(f"{source}: runtime.require_signed_models: needs runtime.trusted_ca, the PEM file of "
                           "the CA that signs models (`mcp2026 keys init` makes an evaluation one)")
-    gen = parsed.generation.model_dump()
-    gen["stop"] = tuple(gen["stop"])
-    return RuntimeConfig(
-        device=rt.device,
+    return rt.into(
+        RuntimeConfig,
         num_threads=None if rt.num_threads == "auto" else rt.num_threads,
-        precision=rt.precision,
         precision_overrides=tuple(rt.precision_overrides.items()),
-        cache_prefill_weights=rt.cache_prefill_weights,
-        decode_dots=rt.decode_dots,
-        native_step=rt.native_step,
         max_context=None if rt.max_context == "auto" else rt.max_context,
-        verify_models=rt.verify_models,
-        require_signed_models=rt.require_signed_models,
         trusted_ca=(base_dir / rt.trusted_ca).resolve() if rt.trusted_ca else None,
         model_dir=(base_dir / rt.model_dir).resolve() if rt.model_dir else base_dir,
         cache_dir=(base_dir / rt.cache_dir).resolve() if rt.cache_dir else None,
-        generation=GenerationDefaults(**gen),
+        generation=parsed.generation.into(GenerationDefaults, stop=tuple(parsed.generation.stop)),
         scheduler=_loop_config(parsed.scheduler, source),
         serving=resolve_serving(parsed.serving, source),
         attestation=resolve_attestation(parsed.attestation, base_dir),
@@ -224,20 +213,10 @@ def _loop_config(section: SchedulerSection, source: str) -> LoopConfig:
     if section.window_tokens is not None and section.window_tokens < section.block_size:
         raise ConfigError(f"{source}: scheduler.window_tokens: must be at least block_size ({section.block_size}) "
                           f"or null (got {section.window_tokens})")
-    return LoopConfig(
-        policy=section.policy,
+    return section.into(
+        LoopConfig,
         scheduler=SchedulerConfig(section.max_num_seqs, section.max_num_batched_tokens, section.max_waiting),
-        block_size=section.block_size,
         kv_cache_bytes=None if section.kv_cache_bytes == "auto" else section.kv_cache_bytes,
-        kv_cache_memory_fraction=section.kv_cache_memory_fraction,
-        kv_cache_dtype=section.kv_cache_dtype,
-        enable_prefix_caching=section.enable_prefix_caching,
-        sink_tokens=section.sink_tokens,
-        window_tokens=section.window_tokens,
-        aging_s=section.aging_s,
-        pacing=section.pacing,
-        pacing_margin=section.pacing_margin,
-        pacing_min_allowance=section.pacing_min_allowance,
         slo_targets=targets,
         tenant_weights=dict(section.tenant_weights),
     )

@@ -16,23 +16,20 @@ import pydantic
 
 from mcp.base.arguments import check_model_name
 from mcp.base.errors import ConfigError, InvalidRequestError
+from mcp.base.sections import StrictSection
 from mcp.config.isolation import WorkerLimits, WorkerSection, default_isolation, resolve_isolation, resolve_worker
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class ServedModelSection(_Strict):
+class ServedModelSection(StrictSection):
     name: str = pydantic.Field(min_length=1)
     source: str = pydantic.Field(min_length=1)  # a .mcp path (relative to model_dir) or a catalog name
     version: str = pydantic.Field("1", min_length=1)
     precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] | None = None
 
 
-class LimitsSection(_Strict):
+class LimitsSection(StrictSection):
     max_body_bytes: int = pydantic.Field(1 << 20, gt=0)
     max_prompt_chars: int = pydantic.Field(200_000, gt=0)
     max_tokens: int = pydantic.Field(4096, gt=0)  # the most one request may ask for
@@ -40,14 +37,14 @@ class LimitsSection(_Strict):
     max_choices: int = pydantic.Field(64, gt=0)  # n x prompts of one request: sequences it may start
 
 
-class TimeoutsSection(_Strict):
+class TimeoutsSection(StrictSection):
     request_s: float = pydantic.Field(600.0, gt=0)  # a request still running then ends ("deadline")
     shutdown_drain_s: float = pydantic.Field(30.0, ge=0)  # SIGTERM: how long in-flight requests may finish
     header_s: float = pydantic.Field(10.0, gt=0)  # a request's headers must be complete this soon, else closed
     body_s: float = pydantic.Field(30.0, gt=0)  # its body this soon after its headers, else 408
 
 
-class TenantSection(_Strict):
+class TenantSection(StrictSection):
     name: str = pydantic.Field(min_length=1)
     key_sha256: list[str] = pydantic.Field(min_length=1)
     role: Literal["user", "admin"] = "user"
@@ -55,7 +52,7 @@ class TenantSection(_Strict):
     tokens_per_minute: int | None = pydantic.Field(None, gt=0)
 
 
-class GovernanceSection(_Strict):
+class GovernanceSection(StrictSection):
     """``serving.governance``: guardrails, audit trail, traces (docs/governance.md)."""
 
     policy_bundle: str | None = None  # a folder of .rego files; None: the shipped policies
@@ -73,19 +70,19 @@ class GovernanceSection(_Strict):
     otlp_endpoint: str | None = None  # e.g. http://collector:4318/v1/traces; None: no traces exported
 
 
-class GrpcSection(_Strict):
+class GrpcSection(StrictSection):
     enabled: bool = False  # off unless asked: a fixed default port would collide between servers
     port: int = pydantic.Field(50051, ge=0, le=65535)  # 0: any free port (logged at start)
 
 
-class AdminModelsSection(_Strict):
+class AdminModelsSection(StrictSection):
     """``serving.admin_models``: where an admin load (HTTP or gRPC) may take a model file from."""
 
     dirs: list[str] | None = None  # None: runtime.model_dir, the model cache and the folders of serving.models
     allow_any_path: bool = False  # true: any path the server's user can read (the operator's choice)
 
 
-class ServingSection(_Strict):
+class ServingSection(StrictSection):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8000, ge=0, le=65535)
     service_name: str = "mcp2026"  # what /health?service= must name

@@ -8,16 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import pydantic
 
 from mcp.base.errors import ConfigError
+from mcp.base.sections import StrictSection
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class SigningSection(_Strict):
+class SigningSection(StrictSection):
     key_file: str | None = None  # PEM private key (EC P-256), unencrypted, readable by the signer only
     cert_file: str | None = None  # PEM certificate of that key
     chain_file: str | None = None  # PEM intermediates between the certificate and the root, if any

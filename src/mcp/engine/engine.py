@@ -1,7 +1,8 @@
 """The native engine: a loaded ``.mcp`` model on a device, ready to generate.
 
-It assembles the parts (device, precision plan, weights, model, tokenizer, generator)
-and knows nothing of the SDK or of serving above it.
+It assembles the parts (device, precision plan, weights, model, tokenizer) and knows nothing
+of the SDK or of serving above it. It builds no decode loop: requests run on the engine loop
+(engine/loop.py); scoring builds a contiguous-cache decoder explicitly (engine/contiguous.py).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 import torch
 
 from mcp.base.errors import ConfigError, ModelFormatError
-from mcp.engine.generator import Generator
 from mcp.engine.layers.linear import PackedLinear
 from mcp.engine.models import model_class
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
@@ -88,7 +88,6 @@ class NativeEngine:
             header.architecture, weights, self.max_context, dtype
         )
         self.model = model.eval()
-        self.generator = Generator(self.model, self.tokenizer, self.max_context)
 
     @property
     def precision(self) -> str:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pydantic
 import yaml
 
+from mcp.base.sections import LaxSection
 from mcp.config.serving import ServedModel, ServedModelSection, Tenant, TenantSection
 from mcp.gateway.errors import GatewayConfigError
 from mcp.gateway.pools.spec import BreakerSpec, HealthSpec, MemberSpec, PoolSpec
@@ -28,11 +29,7 @@ from mcp.gateway.pools.spec import BreakerSpec, HealthSpec, MemberSpec, PoolSpec
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", frozen=True)
-
-
-class MemberSection(_Strict):
+class MemberSection(LaxSection):
     name: str = pydantic.Field(min_length=1)
     url: pydantic.HttpUrl | None = None  # a remote member ...
     local: list[ServedModelSection] | None = pydantic.Field(None, min_length=1)  # ... or models loaded here
@@ -44,19 +41,19 @@ class MemberSection(_Strict):
         return self
 
 
-class HealthSection(_Strict):
+class HealthSection(LaxSection):
     path: str = "/ready"  # readiness: 503 while a model cannot serve (/v1/models for servers without it)
     interval_s: float = pydantic.Field(2.0, gt=0)
     timeout_s: float = pydantic.Field(1.0, gt=0)
 
 
-class BreakerSection(_Strict):
+class BreakerSection(LaxSection):
     failure_threshold: int = pydantic.Field(3, ge=1)
     cool_down_s: float = pydantic.Field(5.0, ge=0)
     half_open_max: int = pydantic.Field(1, ge=1)
 
 
-class PoolSection(_Strict):
+class PoolSection(LaxSection):
     members: list[MemberSection] = pydantic.Field(min_length=1)
     health: HealthSection = HealthSection()
     breaker: BreakerSection = BreakerSection()
@@ -66,7 +63,7 @@ class PoolSection(_Strict):
     probe: bool = False
 
 
-class GatewaySection(_Strict):
+class GatewaySection(LaxSection):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8080, ge=0, le=65535)
     registry: str | None = None  # needed for name@stage backends and rollouts
@@ -78,12 +75,12 @@ class GatewaySection(_Strict):
     body_timeout_s: float = pydantic.Field(30.0, gt=0)  # its body this soon after its headers, else 408
 
 
-class CanarySection(_Strict):
+class CanarySection(LaxSection):
     controller: bool = True  # run the canary controller in this gateway
     interval_s: float = pydantic.Field(1.0, gt=0)
 
 
-class GatewayFile(_Strict):
+class GatewayFile(LaxSection):
     gateway: GatewaySection = GatewaySection()
     canary: CanarySection = CanarySection()
     pools: dict[str, PoolSection] = pydantic.Field(min_length=1)

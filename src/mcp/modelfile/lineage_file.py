@@ -24,6 +24,7 @@ import pydantic
 import yaml
 
 from mcp.base.errors import ConfigError
+from mcp.base.sections import StrictSection
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import Dataset
 
@@ -31,11 +32,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DATASET_FLAG_KEYS = ("name", "license", "sha256", "source", "path")
 
 
-class _Strict(pydantic.BaseModel):
-    model_config = pydantic.ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class DatasetEntry(_Strict):
+class DatasetEntry(StrictSection):
     name: str = pydantic.Field(min_length=1)
     license: str | None = None
     sha256: str | None = None
@@ -44,7 +41,7 @@ class DatasetEntry(_Strict):
     preprocessing: list[str] = []
 
 
-class LineageFile(_Strict):
+class LineageFile(StrictSection):
     base_model: str | None = None
     license: str | None = None
     datasets: list[DatasetEntry] = []

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
+from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import NativeEngine
 from mcp.engine.layers.linear import PackedLinear
 
@@ -93,7 +94,7 @@ def score_all(engine: NativeEngine, sequences: Sequence[Sequence[int]], phase: s
         if phase is not None:
             for module in modules:
                 module.decode_max_rows = 1 << 30 if phase == "decode" else 0
-        return [engine.generator.score(ids) for ids in sequences]
+        return [contiguous_decoder(engine).score(ids) for ids in sequences]
     finally:
         for module, rows in zip(modules, saved):
             module.decode_max_rows = rows

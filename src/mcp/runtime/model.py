@@ -29,7 +29,7 @@ from typing import Any
 
 from mcp.base.arguments import check_list, check_options, check_text
 from mcp.base.errors import InvalidRequestError, MCPError
-from mcp.base.result import InferResult, Timings, TokenLogprob, Usage
+from mcp.base.result import InferResult, Timings, Usage
 from mcp.config.runtime import GenerationDefaults
 from mcp.engine.contracts import EngineView, PrecisionPlanView, RequestLoop
 from mcp.engine.engine import NativeEngine
@@ -37,18 +37,13 @@ from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookHandle, HookRegistry
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
+from mcp.engine.prompting import PROMPT_OPTIONS, SAMPLING_OPTIONS, chat_ids, prompt_encoder, token_logprobs
 from mcp.engine.sampler import SamplingParams
-from mcp.engine.sequence import StepOutput, check_prompt
+from mcp.engine.sequence import check_prompt
 from mcp.engine.tokenizer import Tokenizer
 from mcp.modelfile.spec import ModelHeader
 from mcp.runtime.stream import TextStream
 
-SAMPLING_OPTIONS = frozenset(
-    ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
-     "presence_penalty", "frequency_penalty", "seed", "stop", "stop_token_ids", "ignore_eos",
-     "logprobs")
-)
-PROMPT_OPTIONS = frozenset(("raw", "system"))
 REQUEST_OPTIONS = frozenset(("slo_class", "tenant", "timeout"))
 CHAT_OPTIONS = SAMPLING_OPTIONS | REQUEST_OPTIONS
 
@@ -166,12 +161,8 @@ class Model:
         raw = options.pop("raw", False)
         system = options.pop("system", None)
         params, request = self._chat_request(options)
-        if raw or not self.header.tokenizer.chat_template:
-            if system is not None:
-                raise InvalidRequestError("system needs the chat template; it cannot be used with raw=True")
-            return self._engine.tokenizer.encode, params, request
-        messages = [{"role": "system", "content": check_text(system, "system")}] if system is not None else []
-        return (lambda prompt: self._chat_ids([*messages, {"role": "user", "content": prompt}])), params, request
+        encode = prompt_encoder(self._engine.tokenizer, self.header.tokenizer.chat_template, raw, system)
+        return encode, params, request
 
     def _chat_request(self, options: dict[str, Any]) -> tuple[SamplingParams, RequestOptions]:
         check_options(options, CHAT_OPTIONS)
@@ -180,11 +171,7 @@ class Model:
         return self._sampling(sampling), RequestOptions(**scheduling)
 
     def _chat_ids(self, messages: Any) -> list[int]:
-        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-            raise InvalidRequestError("messages must be a list of {'role': ..., 'content': ...} mappings")
-        tokenizer = self._engine.tokenizer
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-        return tokenizer.encode(text, add_special_tokens=False)
+        return chat_ids(self._engine.tokenizer, messages)
 
     def _sampling(self, options: dict[str, Any]) -> SamplingParams:
         merged = asdict(self._defaults)
@@ -248,15 +235,7 @@ class Model:
             backend=self.backend,
             precision=self.precision,
             model=self.name,
-            logprobs=self._logprobs(steps) if params.logprobs is not None else None,
-        )
-
-    def _logprobs(self, steps: list[StepOutput]) -> tuple[TokenLogprob, ...]:
-        decode = self._engine.tokenizer.decode
-        return tuple(
-            TokenLogprob(step.token_id, decode([step.token_id]), step.logprob,
-                         tuple((decode([tid]), lp) for tid, lp in step.top_logprobs))
-            for step in steps
+            logprobs=token_logprobs(self._engine.tokenizer, steps) if params.logprobs is not None else None,
         )
 
     def unload(self) -> None:

@@ -27,12 +27,13 @@ import numpy as np
 
 from mcp.base.arguments import check_options, check_text
 from mcp.base.errors import CapacityError, ConfigError, InvalidRequestError, ModelFormatError
-from mcp.base.result import InferResult, Timings, TokenLogprob, Usage
+from mcp.base.result import InferResult, Timings, Usage
 from mcp.engine.heap import release_free_memory
 from mcp.engine.lean import native
 from mcp.engine.lean.sampling import Sampler
 from mcp.engine.lean.weights import FileWeights, address, inverse_frequencies, rope_rows, table_fields
 from mcp.engine.params import SamplingParams
+from mcp.engine.prompting import PROMPT_OPTIONS, SAMPLING_OPTIONS, chat_ids, prompt_encoder, token_logprobs
 from mcp.engine.sequence import SequenceState, StepOutput, check_prompt
 from mcp.engine.tokenizer import Tokenizer
 from mcp.modelfile.layout import read_layout
@@ -44,8 +45,6 @@ BLOCK_SIZE = 16  # positions per KV block, as the PyTorch engine's default
 MAX_CHUNK = 32
 ROPE_ROWS = 512  # RoPE table rows computed at a time
 KV_DTYPES = {"f32": np.float32, "f16": np.float16}
-SAMPLING_OPTIONS = frozenset(SamplingParams.__dataclass_fields__)
-PROMPT_OPTIONS = frozenset(("raw", "system"))
 
 
 class LeanModel:
@@ -189,18 +188,10 @@ class LeanModel:
         raw, system = options.pop("raw", False), options.pop("system", None)
         params = SamplingParams.from_user(**options)
         prompt = check_text(prompt, "prompt")
-        if raw or not self.chat_template:
-            if system is not None:
-                raise InvalidRequestError("system needs the chat template; it cannot be used with raw=True")
-            return self.tokenizer.encode(prompt), params
-        messages = [{"role": "system", "content": check_text(system, "system")}] if system is not None else []
-        return self._chat_ids([*messages, {"role": "user", "content": prompt}]), params
+        return prompt_encoder(self.tokenizer, self.chat_template, raw, system)(prompt), params
 
     def _chat_ids(self, messages: Any) -> list[int]:
-        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-            raise InvalidRequestError("messages must be a list of {'role': ..., 'content': ...} mappings")
-        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-        return self.tokenizer.encode(text, add_special_tokens=False)
+        return chat_ids(self.tokenizer, messages)
 
     def _collect(self, prompt_ids: list[int], params: SamplingParams) -> InferResult:
         started = time.monotonic()
@@ -212,11 +203,7 @@ class LeanModel:
         ended = time.monotonic()
         ttft = (first or ended) - started
         count = len(steps)
-        logprobs = None
-        if params.logprobs is not None:
-            decode = self.tokenizer.decode
-            logprobs = tuple(TokenLogprob(s.token_id, decode([s.token_id]), s.logprob,
-                                          tuple((decode([t]), lp) for t, lp in s.top_logprobs)) for s in steps)
+        logprobs = token_logprobs(self.tokenizer, steps) if params.logprobs is not None else None
         return InferResult(
             text="".join(step.text for step in steps), token_ids=tuple(step.token_id for step in steps),
             finish_reason=steps[-1].finish_reason, usage=Usage(len(prompt_ids), count, self._last_reused),

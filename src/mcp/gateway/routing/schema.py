@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
+from mcp.base.sections import LaxSection
 from mcp.gateway.routing.context import FALLBACK_REASONS
 
 STAGE_NAMES = ("staging", "canary", "production")
@@ -29,11 +30,7 @@ def _strings(values):
 StrList = Annotated[list[str], BeforeValidator(_strings), Field(min_length=1)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class BackendSpec(_Strict):
+class BackendSpec(LaxSection):
     model_id: str
     instance_pool: str = "default"
     timeout_ms: int = Field(30_000, gt=0)
@@ -45,13 +42,13 @@ class BackendSpec(_Strict):
         return value
 
 
-class ArmSpec(_Strict):
+class ArmSpec(LaxSection):
     name: str = Field(min_length=1)
     weight: float = Field(ge=0, le=100)
     backend: BackendSpec
 
 
-class SplitSpec(_Strict):
+class SplitSpec(LaxSection):
     sticky_by: str = "user_id"
     salt: str | None = None
     arms: list[ArmSpec] = Field(min_length=1)
@@ -76,14 +73,14 @@ class SplitSpec(_Strict):
         return self
 
 
-class FallbackSpec(_Strict):
+class FallbackSpec(LaxSection):
     # not "on": YAML 1.1 reads a bare on as the boolean true
     when: Annotated[list[Literal["error", "timeout", "over_capacity"]], BeforeValidator(_as_list)] = \
         Field(default_factory=lambda: list(FALLBACK_REASONS), min_length=1)
     backend: BackendSpec
 
 
-class ConditionsSpec(_Strict):
+class ConditionsSpec(LaxSection):
     tenant: StrList | None = None
     user_tier: StrList | None = None
     sla_class: Annotated[list[Literal["critical", "high", "medium", "low"]], BeforeValidator(_as_list)] | None = None
@@ -101,7 +98,7 @@ class ConditionsSpec(_Strict):
         return self
 
 
-class _TargetSpec(_Strict):
+class _TargetSpec(LaxSection):
     backend: BackendSpec | None = None
     split: SplitSpec | None = None
     fallbacks: list[FallbackSpec] = []
@@ -122,7 +119,7 @@ class DefaultSpec(_TargetSpec):
     pass
 
 
-class RoutingFile(_Strict):
+class RoutingFile(LaxSection):
     version: Literal[1] = 1
     routes: list[RouteSpec] = []
     default: DefaultSpec

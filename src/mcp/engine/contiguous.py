@@ -1,15 +1,29 @@
-"""The generation loop: prefill a batch of prompts, then decode all of them together.
+"""Decoding over a contiguous KV cache: teacher-forced scoring, and a reference generator.
+
+Served traffic, the SDK, the consistency matrix's native backends and the benchmarks run the
+production path instead (engine/loop.py: paged KV, the native step). This module is kept, under
+a name that says what it is, for what truly needs one whole sequence in one contiguous cache:
+
+- ``score``: teacher-forced logits at every position of a sequence (the quality metrics in
+  ops/quality.py, the backends' ``score``, the oracle tests against transformers/llama.cpp).
+  The engine loop samples one token per step and never exposes a prompt's per-position logits.
+- ``generate`` / ``generate_batch``: an independent decode loop (no paging, no scheduler, no
+  native step) that the engine-loop tests compare against, so a bug in paging or scheduling
+  cannot hide by being in both sides of a comparison.
 
 ``generate_batch`` reads top to bottom: check every prompt, allocate one KV cache for the
 batch, prefill the prompts (padded together in groups of similar length), then repeat one
 forward for all live sequences -> each samples, detokenizes and checks its own stops ->
-finished sequences leave the cache. ``generate`` is a batch of one. The continuous-batching
-scheduler replaces this loop for served traffic; this is the path the SDK and tests use.
+finished sequences leave the cache. ``generate`` is a batch of one.
+
+``NativeEngine`` does not build one: call ``contiguous_decoder(engine)`` where it is needed
+(cheap: it holds references to the engine's model and tokenizer, no weights of its own).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -21,6 +35,9 @@ from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.sequence import CancelCheck, SequenceState, StepOutput, check_prompt
 from mcp.engine.tokenizer import Tokenizer
 
+if TYPE_CHECKING:
+    from mcp.engine.engine import NativeEngine
+
 # Prompts padded into one prefill forward may differ by this many tokens: a forward over
 # a few rows costs about as much as reading the weights once, so some padding is cheaper
 # than another forward (measured on CPU: 8 prompts of 6-8 tokens 3.7x faster together).
@@ -28,7 +45,7 @@ MAX_PREFILL_PADDING = 64
 MAX_PREFILL_TOKENS = 8192  # rows x padded length of one prefill forward
 
 
-class Generator:
+class ContiguousDecoder:
     """Runs a model over batches of prompts. Weights are read-only: calls may overlap."""
 
     def __init__(
@@ -103,6 +120,11 @@ class Generator:
 
     def _budget(self, prompt_ids: Sequence[int], params: SamplingParams) -> int:
         return min(params.max_tokens, self.max_context - len(prompt_ids))
+
+
+def contiguous_decoder(engine: NativeEngine, compile_step: bool = False) -> ContiguousDecoder:
+    """A contiguous-cache decoder over ``engine``'s model, tokenizer and context limit."""
+    return ContiguousDecoder(engine.model, engine.tokenizer, engine.max_context, compile_step)
 
 
 class BatchRun(Iterator[list[StepOutput | None]]):
