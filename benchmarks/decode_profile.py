@@ -64,17 +64,22 @@ def main() -> None:
 
 def profile_decode(model, prompt: str, tokens: int) -> tuple[float, dict[str, float], int]:
     """One greedy decode of ``tokens`` tokens after a warm-up, with the runner's parts timed:
-    (seconds a decode token takes, mean ms a step in each part, decode tokens). Also used by
+    (seconds a decode token takes, mean ms a decode step in each part, decode tokens). Also used by
     ``synthetic.py --profile``."""
     model.infer(prompt, max_tokens=16, temperature=0, ignore_eos=True)  # warm up
     totals: dict[str, float] = collections.defaultdict(float)
     instrument(model, totals)
+    # The prompt's step alone first: its parts are taken off the whole run's, so the means are of
+    # decode steps only (a long prompt's step would otherwise outweigh a short decode's steps).
+    model.infer(prompt, max_tokens=1, temperature=0, ignore_eos=True)
+    prefill = dict(totals)
+    totals.clear()
     result = model.infer(prompt, max_tokens=tokens, temperature=0, ignore_eos=True)
     timings = result.timings
     decode_tokens = result.usage.completion_tokens - 1
     per_token = (timings.total_s - timings.ttft_s) / decode_tokens
-    steps = decode_tokens + 1  # the prefill step is in the totals too; its share is small at 5 tokens
-    return per_token, {name: total / steps * 1e3 for name, total in totals.items()}, decode_tokens
+    parts = {name: max(total - prefill.get(name, 0.0), 0.0) / decode_tokens * 1e3 for name, total in totals.items()}
+    return per_token, parts, decode_tokens
 
 
 if __name__ == "__main__":

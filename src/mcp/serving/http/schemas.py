@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from mcp.base.arguments import check_model_name, check_model_source, check_unicode
-from mcp.engine.params import MAX_COUNT
+from mcp.engine.params import MAX_COUNT, SEED_RANGE
 
 # Request text: a lone surrogate (JSON's "\\ud800") is a 400 naming the field, not a tokenizer crash.
 Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the text"))]
@@ -24,7 +24,7 @@ Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the tex
 _INTEGRAL = BeforeValidator(lambda value: int(value) if isinstance(value, float) and value.is_integer() else value)
 Count = Annotated[int, Field(ge=1, le=MAX_COUNT), _INTEGRAL]
 TopK = Annotated[int, Field(ge=0, le=MAX_COUNT), _INTEGRAL]
-Seed = Annotated[int, Field(ge=-(2**63), le=2**63), _INTEGRAL]  # within the generator's range; bounds exact as floats
+Seed = Annotated[int, Field(ge=SEED_RANGE[0], le=SEED_RANGE[1]), _INTEGRAL]  # what the engine's generator takes
 NumLogprobs = Annotated[int, Field(ge=0, le=20), _INTEGRAL]
 NonEmptyText = Annotated[Text, Field(min_length=1)]  # a prompt or a stop string
 # Admin names and sources (docs/api.md); the schema states the rule, the validator says it in words.
