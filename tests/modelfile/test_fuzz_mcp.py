@@ -11,6 +11,7 @@ everything the engine relies on). Bounded: a fixed number of examples (about 20 
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -26,6 +27,9 @@ from mcp.base.errors import ModelFormatError  # noqa: E402
 from mcp.engine.engine import EngineOptions, NativeEngine  # noqa: E402
 from mcp.modelfile.inspect import describe  # noqa: E402
 from mcp.modelfile.reader import open_model  # noqa: E402
+
+# CI runs the bounded default; MCP_FUZZ_SCALE=N runs N times the examples (an attack rerun, docs/security.md)
+SCALE = int(os.environ.get("MCP_FUZZ_SCALE", "1"))
 
 _FOLDER = Path(tempfile.mkdtemp(prefix="mcp-fuzz-"))
 _BASE = write_tiny_model(_FOLDER / "base.mcp").read_bytes()
@@ -131,7 +135,7 @@ def check_file(path: Path) -> None:
 
 
 @pytest.mark.slow
-@settings(max_examples=1500, deadline=None, database=None,
+@settings(max_examples=1500 * SCALE, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.lists(_mutation(), min_size=1, max_size=3))
 def test_mutated_mcp_files_raise_only_model_format_errors(mutations):

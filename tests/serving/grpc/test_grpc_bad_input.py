@@ -4,12 +4,17 @@ client-side status, never INTERNAL or UNKNOWN, and the server serves on."""
 
 from __future__ import annotations
 
+import os
+
 import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mcp.serving.grpc._gen import inference_pb2 as pb
+
+# CI runs the bounded default; MCP_FUZZ_SCALE=N runs N times the examples (an attack rerun, docs/security.md)
+SCALE = int(os.environ.get("MCP_FUZZ_SCALE", "1"))
 
 pytestmark = pytest.mark.slow
 CLIENT_SIDE = {grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND,
@@ -83,7 +88,7 @@ _infer = st.builds(pb.InferRequest, model=st.sampled_from(["", "tiny", "tiny:1",
     pb.InferRequest, chat=st.builds(pb.Conversation, messages=_messages), sampling=_sampling)
 
 
-@settings(max_examples=80, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=80 * SCALE, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(request=_infer)
 def test_any_infer_message_is_answered_or_refused_never_a_server_error(stub, request):
     for call in (stub.Infer, lambda r, timeout: list(stub.InferStream(r, timeout=timeout))):
@@ -93,7 +98,7 @@ def test_any_infer_message_is_answered_or_refused_never_a_server_error(stub, req
             assert error.code() in CLIENT_SIDE, (request, error.code(), error.details())
 
 
-@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40 * SCALE, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 @given(request=st.builds(pb.LoadModelRequest, name=_text, source=_text, version=_text,
                          precision=st.sampled_from(["", "auto", "int8", "fp64"]) | _text, standby=st.just(True)),
        swap=st.builds(pb.SwapModelRequest, name=_text, version=_text),

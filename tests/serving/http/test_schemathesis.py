@@ -13,12 +13,17 @@ allows exactly those 400s: the error names the field and says what the limit is.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from mcp.serving.tenants import hash_key
+
+# CI runs the bounded default; MCP_FUZZ_SCALE=N runs N times the examples (an attack rerun, docs/security.md)
+SCALE = int(os.environ.get("MCP_FUZZ_SCALE", "1"))
 
 pytestmark = pytest.mark.slow
 ADMIN_KEY, USER_KEY = "schema-admin-key-01", "schema-user-key-02"
@@ -71,7 +76,7 @@ def test_every_operation_passes_every_check(api_schema, key):
     operations = [result.ok() for result in api_schema.get_all_operations()]
     assert len(operations) == 7  # /v1/models, chat, completions, /health, /ready, GET and POST /admin/models
     for operation in operations:
-        @settings(FAST, max_examples=12)
+        @settings(FAST, max_examples=12 * SCALE)
         @given(case=operation.as_strategy())
         def check(case) -> None:
             case.call_and_validate(headers=_headers(key), excluded_checks=[positive_data_acceptance],
@@ -107,4 +112,4 @@ def test_stateful_sequences_pass_every_check(linked_schema):
             case.validate_response(response, excluded_checks=[positive_data_acceptance],
                                    additional_checks=[accepted_unless_over_a_limit], transport_kwargs=kwargs)
 
-    AsAdmin.run(settings=settings(FAST, max_examples=15, stateful_step_count=4))
+    AsAdmin.run(settings=settings(FAST, max_examples=15 * SCALE, stateful_step_count=4))
