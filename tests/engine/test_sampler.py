@@ -280,3 +280,25 @@ def test_cuda_sampler_is_reproducible_and_greedy_matches_cpu() -> None:
     greedy = SamplingParams(temperature=0)
     on_gpu = Sampler(greedy, "cuda").sample(logits.cuda(), [], []).token_id
     assert on_gpu == Sampler(greedy).sample(logits, [], []).token_id
+
+
+@pytest.mark.parametrize("engine", ["torch", "lean"])
+def test_a_vanishing_repetition_penalty_still_samples_a_seen_token(engine: str) -> None:
+    """repetition_penalty=5e-324 (> 0, so valid) divided the seen positive logits to inf; inf - inf
+    made every filter's logits NaN and min-p kept nothing: the engine step failed (an attack rerun
+    of issue 28 found it as a 500). The penalized logits now stay finite, so the most favoured
+    seen token wins."""
+    params = SamplingParams(temperature=1.0, repetition_penalty=5e-324, top_p=5e-324, min_p=5e-324, seed=1)
+    logits = torch.tensor([2.0, -1.0, 3.0, 0.5, -0.2])
+    seen = [0, 1, 3]  # of these only 0 and 3 have positive logits, which the penalty sends to the top
+    if engine == "torch":
+        survivors = filter_logits(apply_penalties(logits, seen, [], params), params)
+        token = Sampler(params).sample(logits, seen, []).token_id
+    else:
+        from mcp.engine.lean import sampling
+
+        penalized = sampling.apply_penalties(logits.numpy(), seen, [], params)
+        survivors = tuple(torch.from_numpy(part) for part in sampling.filter_logits(penalized, params))
+        token = sampling.Sampler(params).sample(logits.numpy(), seen, []).token_id
+    assert kept(survivors) and kept(survivors) <= {0, 3}
+    assert token in (0, 3)

@@ -33,6 +33,7 @@ from mcp.engine.params import MAX_LOGPROBS, MAX_STOP_STRINGS, SampledToken, Samp
 __all__ = ["MAX_LOGPROBS", "MAX_STOP_STRINGS", "SampledToken", "Sampler", "SamplingParams", "apply_penalties",
            "filter_logits", "first_argmax"]
 
+_FLOAT_MAX = torch.finfo(torch.float32).max
 _TOP_P_HEAD = 1024  # candidates tried before a full sort in top-p
 
 
@@ -46,7 +47,10 @@ def apply_penalties(
         seen = seen.unique()
         values = logits[seen]
         penalty = params.repetition_penalty
-        logits[seen] = torch.where(values > 0, values / penalty, values * penalty)
+        penalized = torch.where(values > 0, values / penalty, values * penalty)
+        # A tiny penalty (5e-324 is > 0) divides a logit to inf, and inf - inf is NaN in every
+        # filter after it: the largest finite float keeps "far ahead" without breaking them.
+        logits[seen] = penalized.clamp(-_FLOAT_MAX, _FLOAT_MAX)
     if (params.presence_penalty or params.frequency_penalty) and len(generated_ids):
         ids = torch.tensor(generated_ids, dtype=torch.long, device=logits.device)
         unique, counts = ids.unique(return_counts=True)

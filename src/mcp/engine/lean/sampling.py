@@ -16,6 +16,7 @@ import numpy as np
 
 from mcp.engine.params import SampledToken, SamplingParams
 
+_FLOAT_MAX = np.finfo(np.float32).max
 _TOP_P_HEAD = 1024  # candidates tried before a full sort in top-p, as the torch sampler
 
 
@@ -67,7 +68,9 @@ def apply_penalties(logits: np.ndarray, prompt_ids: Sequence[int], generated_ids
         seen = np.unique(np.asarray([*prompt_ids, *generated_ids], dtype=np.int64))
         values = logits[seen]
         penalty = np.float32(params.repetition_penalty)
-        logits[seen] = np.where(values > 0, values / penalty, values * penalty)
+        with np.errstate(divide="ignore", over="ignore"):  # a tiny penalty: see mcp.engine.sampler
+            penalized = np.where(values > 0, values / penalty, values * penalty)
+        logits[seen] = np.clip(penalized, -_FLOAT_MAX, _FLOAT_MAX)
     if (params.presence_penalty or params.frequency_penalty) and len(generated_ids):
         unique, counts = np.unique(np.asarray(generated_ids, dtype=np.int64), return_counts=True)
         logits[unique] -= np.float32(params.presence_penalty) + np.float32(params.frequency_penalty) * counts.astype(
