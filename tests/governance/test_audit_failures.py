@@ -7,6 +7,7 @@ call's record said "cancelled"."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -141,3 +142,22 @@ def test_a_client_that_goes_away_leaves_one_record(served) -> None:
         assert time.monotonic() < deadline, "the abandoned requests kept running"
         time.sleep(0.05)
     assert len(_records(db)) == before + 2
+
+
+def test_a_stream_whose_client_hangs_up_at_once_leaves_one_record(served) -> None:
+    """The client sends a streamed request and closes the connection without reading a byte: the
+    response may end before its body generator starts, whose own cleanup then never runs."""
+    server, db, _ = served
+    before = len(_records(db))
+    body = json.dumps({**LONG, "stream": True}).encode()
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    records = _new_records(db, before, 1)
+    assert [(r[1], r[2]) for r in records] == [("POST /v1/completions", "cancelled")]
+    deadline = time.monotonic() + 60
+    while server.metric("mcp_num_requests_running") > 0:
+        assert time.monotonic() < deadline, "the abandoned stream kept running"
+        time.sleep(0.05)
+    assert len(_records(db)) == before + 1

@@ -147,12 +147,29 @@ async def _serve(request: Request, state: ServerState, caller: Caller, body: s.C
                    request_id, inference)
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
-        return StreamingResponse(reply.stream(usage), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return _FinishingStream(reply.stream(usage), reply.finish, media_type="text/event-stream",
+                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     try:
         return await reply.whole(request)
     finally:
         reply.finish()
+
+
+class _FinishingStream(StreamingResponse):
+    """A stream that finishes its reply however the response ends. A client that hangs up before
+    the first byte ends the response before its body generator ever starts, so the generator's
+    own ``finally`` never runs (and Starlette skips background tasks on a disconnect): the
+    request's one audit record and its release are made here instead (``finish`` runs once)."""
+
+    def __init__(self, content, on_end, **kwargs) -> None:
+        super().__init__(content, **kwargs)
+        self._on_end = on_end
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._on_end()
 
 
 def _span_attributes(options: dict[str, Any]) -> dict[str, Any]:
