@@ -462,6 +462,7 @@ def test_a_loaded_model_fuses_its_projections_without_copies(smollm2_auto_mcp):
         for group in (layer.self_attn.qkv_proj, layer.mlp.gate_up_proj):
             (fused,) = group.parts
             for tensor in (fused.matrix.codes, fused.matrix.qparams):
-                assert tensor.untyped_storage().data_ptr() == mapping
+                if tensor is not None:  # the GGUF block kinds keep their scales inside the codes
+                    assert tensor.untyped_storage().data_ptr() == mapping
     fused = model.layers[3].self_attn.qkv_proj.parts[0].matrix
     assert fused.codes.data_ptr() == q_codes.data_ptr() and torch.equal(fused.codes[:576], q_codes)

@@ -195,7 +195,7 @@ def test_config_disagreeing_with_the_tensors(hf_folder, tmp_path: Path) -> None:
 
 def test_bad_precision_and_missing_output_folder(hf_folder, tmp_path: Path) -> None:
     folder = hf_folder("llama")
-    with pytest.raises(ConfigError, match="precision 'int3' is not one of auto, source, fp32, f16, bf16"):
+    with pytest.raises(ConfigError, match="precision 'int3' is not one of auto, source, int4, fp32, f16, bf16"):
         compile_model(folder, tmp_path / "x.mcp", precision="int3")
     out = tmp_path / "nowhere" / "x.mcp"
     with raises(ConfigError, f"cannot write {out}: the folder {out.parent} does not exist"):

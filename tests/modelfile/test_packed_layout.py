@@ -21,9 +21,15 @@ def _int4_layouts_and_hashes(path):
 @pytest.mark.slow
 def test_a_machine_without_the_native_kernels_writes_the_same_file(smollm2_gguf, smollm2_auto_mcp, tmp_path,
                                                                    monkeypatch):
+    int4_here = tmp_path / "int4-here.mcp"
+    compile_model(smollm2_gguf, int4_here, name=DEFAULT_MODEL, precision="int4")
     monkeypatch.setattr(kernels, "available", lambda: False)
-    out = tmp_path / "no-kernels.mcp"
-    compile_model(smollm2_gguf, out, name=DEFAULT_MODEL)
-    layouts, hashes = _int4_layouts_and_hashes(out)
+    auto_there, int4_there = tmp_path / "auto-there.mcp", tmp_path / "int4-there.mcp"
+    compile_model(smollm2_gguf, auto_there, name=DEFAULT_MODEL)
+    compile_model(smollm2_gguf, int4_there, name=DEFAULT_MODEL, precision="int4")
+    # auto keeps the GGUF's blocks: no int4 at all, the same tensors as this machine's compile
+    assert _int4_layouts_and_hashes(auto_there) == _int4_layouts_and_hashes(smollm2_auto_mcp)
+    # packed int4 (opt-in) is always in the one recorded layout
+    layouts, hashes = _int4_layouts_and_hashes(int4_there)
     assert layouts == {PACKED_LAYOUT} == {"rows"}
-    assert hashes == _int4_layouts_and_hashes(smollm2_auto_mcp)[1]
+    assert hashes == _int4_layouts_and_hashes(int4_here)[1]
