@@ -28,7 +28,7 @@ from mcp.engine.precision import NATIVE_KERNELS
 from mcp.engine.runner import ModelRunner, allocate_storage
 from mcp.modelfile.reader import open_model
 
-llama_cpp = pytest.importorskip("llama_cpp")
+llama_cpp = pytest.importorskip("llama_cpp", reason="install llama-cpp-python (make test installs it)")
 
 LAYERS, BLOCK = 2, 16
 PROMPTS = [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8], [11]]

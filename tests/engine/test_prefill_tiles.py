@@ -85,7 +85,7 @@ LAYERS = {"native-int4": _native_int4, "native-int8": _native_int8, "torch-int4"
 @pytest.mark.parametrize("kind", LAYERS)
 def test_tiled_prefill_equals_a_gemm_on_the_whole_dequantized_weight(kind, dtype):
     if kind.startswith("native") and not kernels.available():
-        pytest.skip("native kernels not built")
+        pytest.skip("native kernels not built: pip install -e . compiles them (make test does)")
     layer = LAYERS[kind](dtype)
     assert N % prefill_tile_rows(K, dtype) != 0 and N > 2 * prefill_tile_rows(K, dtype)  # several tiles and a short one
     weight = _whole_weight(layer)
@@ -115,7 +115,7 @@ class _LargestTensor(TorchDispatchMode):
         return out
 
 
-@pytest.mark.skipif(not kernels.available(), reason="native kernels not built")
+@pytest.mark.skipif(not kernels.available(), reason="native kernels not built: pip install -e . compiles them (make test does)")
 def test_prefill_never_holds_the_whole_matrix_dense():
     layer = _native_int4(torch.float32, n=4096)  # 8M weights, 32 tiles of 128 rows
     x = torch.randn(24, K)
