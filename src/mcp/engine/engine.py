@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from mcp.base.errors import ConfigError, ModelFormatError
-from mcp.engine.layers.linear import PackedLinear
+from mcp.engine.layers.linear import PackedLinear, interleave_for_integer_dots
 from mcp.engine.models import model_class
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
@@ -87,6 +87,7 @@ class NativeEngine:
         model = model_class(header.architecture.architecture)(
             header.architecture, weights, self.max_context, dtype
         )
+        interleave_for_integer_dots(model)
         self.model = model.eval()
 
     @property

@@ -12,6 +12,10 @@ of scales to read per token, the same values.
   scales, mins and 4/5/6-bit codes in registers, to exactly ``gguf.quants``' values (Q6_K's
   scale per 16 weights and the K-quants' per-sub-block mins included). They always multiply
   exactly (``x_digits`` is ignored: they have no integer dots).
+- q4_0x16, q4_1x16: Q4_0 and Q4_1 blocks re-laid 16 rows at a time (``QuantMatrix.interleaved``,
+  csrc/rows16.cpp): the same bytes and values, in the order integer dots read at the memory
+  bound (each 32-bit lane of a register one row). They multiply with integer dots
+  (``x_digits`` 1 or 2); exact products (0) are computed, slowly, from their rows' values.
 ``W.matmul(x)`` computes x @ W.T for x [..., K] in fp32 or bf16, with the weights
 dequantized in registers exactly as ``W.dequantize()`` gives them and fp32 sums; it reads
 the quantized bytes once per call however many rows x has, which is what decode needs.
@@ -32,6 +36,10 @@ extension's libgomp resolves to the copy torch loaded (torch is imported first, 
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import mmap
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -45,10 +53,16 @@ else:
     BUILD_ERROR = None
 
 GROUP_SIZE = 32
-_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8}
+_MADV_PAGEOUT = 21  # Linux 5.4+
+_libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
+KIND_CODES = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8,
+          "q4_0x16": 9, "q4_1x16": 10}
 # The GGUF block kinds: kind -> (weights, bytes) per block.
 BLOCK_KINDS = {"q5_0": (32, 22), "q5_1": (32, 24), "q5_k": (256, 176), "q6_k": (256, 210),
                "q4_0": (32, 18), "q4_1": (32, 20), "q4_k": (256, 144)}
+# Block kinds re-laid 16 rows at a time for integer dots: kind -> its source block kind.
+INTERLEAVED_KINDS = {"q4_0x16": "q4_0", "q4_1x16": "q4_1"}
+TILE_ROWS = 16  # rows per tile of the interleaved kinds
 _OUT_DTYPES = (torch.float32, torch.bfloat16)
 _QPARAM_DTYPES = (torch.float32, torch.float16)
 KV_DTYPES = (torch.float32, torch.float16)  # what a paged KV cache the native attention reads may hold
@@ -90,15 +104,15 @@ def quantize_activations(x: torch.Tensor, digits: int = 1) -> tuple[torch.Tensor
 class QuantMatrix:
     """A quantized weight [N, K] in one of the two forms the module docstring gives."""
 
-    kind: str  # "int4" | "int8" | a GGUF block kind (BLOCK_KINDS)
+    kind: str  # "int4" | "int8" | a GGUF block kind (BLOCK_KINDS) | an interleaved one (INTERLEAVED_KINDS)
     codes: torch.Tensor
-    qparams: torch.Tensor | None  # None for the block kinds
+    qparams: torch.Tensor | None  # None for the block kinds and the interleaved ones
 
     def __post_init__(self) -> None:
         _require()
-        if self.kind not in _KINDS:
-            raise ValueError(f"kind must be one of {', '.join(_KINDS)}, got {self.kind!r}")
-        if self.kind in BLOCK_KINDS:
+        if self.kind not in KIND_CODES:
+            raise ValueError(f"kind must be one of {', '.join(KIND_CODES)}, got {self.kind!r}")
+        if _block_form(self.kind) is not None:
             self._check_blocks()
             return
         n, k = self.shape
@@ -118,7 +132,7 @@ class QuantMatrix:
                                                 self.qparams.dtype == torch.float16))
 
     def _check_blocks(self) -> None:
-        weights, nbytes = BLOCK_KINDS[self.kind]
+        weights, nbytes = _block_form(self.kind)
         codes = self.codes
         if (codes.dtype != torch.uint8 or codes.dim() != 2 or codes.shape[1] % nbytes or codes.shape[1] == 0
                 or self.qparams is not None):
@@ -127,13 +141,15 @@ class QuantMatrix:
                              f"{None if self.qparams is None else list(self.qparams.shape)}")
         if codes.device.type != "cpu" or not codes.is_contiguous():
             raise ValueError(f"{self.kind} matrix: codes must be a contiguous CPU tensor")
+        if self.kind in INTERLEAVED_KINDS and codes.shape[0] % TILE_ROWS:
+            raise ValueError(f"{self.kind} matrix: its rows come in tiles of {TILE_ROWS}, got {codes.shape[0]} rows")
         object.__setattr__(self, "_call_args", (codes.data_ptr(), 0, False))
 
     @property
     def shape(self) -> tuple[int, int]:
         n, width = self.codes.shape
-        if self.kind in BLOCK_KINDS:
-            weights, nbytes = BLOCK_KINDS[self.kind]
+        if _block_form(self.kind) is not None:
+            weights, nbytes = _block_form(self.kind)
             return n, width // nbytes * weights
         return n, width * 2 if self.kind == "int4" else width
 
@@ -156,7 +172,7 @@ class QuantMatrix:
         out_dtype = out_dtype or x.dtype
         out = torch.empty(*x.shape[:-1], n, dtype=out_dtype)
         codes, qparams, qparams_f16 = self._call_args
-        _cpu.matmul(_KINDS[self.kind], x.data_ptr(), x.dtype == torch.bfloat16, x.numel() // k, k, n,
+        _cpu.matmul(KIND_CODES[self.kind], x.data_ptr(), x.dtype == torch.bfloat16, x.numel() // k, k, n,
                     codes, qparams, qparams_f16, out.data_ptr(), out_dtype == torch.bfloat16, torch.get_num_threads(),
                     x_digits)
         return out
@@ -182,18 +198,39 @@ class QuantMatrix:
             raise ValueError(f"out must be a contiguous CPU float32/bfloat16 tensor [{stop - start}, {k}], "
                              f"got {out.dtype} {list(out.shape)}")
         codes, qparams, qparams_f16 = self._call_args
-        codes += start * self.codes.stride(0) * self.codes.element_size()
+        first_row = start
+        if self.kind not in INTERLEAVED_KINDS:  # those are read from their first tile on
+            codes += start * self.codes.stride(0) * self.codes.element_size()
+            first_row = 0
         if self.qparams is not None:  # the block kinds carry their scales inside the codes
             qparams += start * self.qparams.stride(0) * self.qparams.element_size()
-        _cpu.dequantize(_KINDS[self.kind], codes, qparams, qparams_f16, stop - start, k,
-                        out.data_ptr(), out.dtype == torch.bfloat16, torch.get_num_threads())
+        _cpu.dequantize(KIND_CODES[self.kind], codes, qparams, qparams_f16, stop - start, k,
+                        out.data_ptr(), out.dtype == torch.bfloat16, torch.get_num_threads(), first_row)
         return out
+
+    def interleaved(self) -> QuantMatrix:
+        """This Q4_0 or Q4_1 matrix re-laid 16 rows at a time (``q4_0x16``/``q4_1x16``): the
+        same values and size, in a new buffer, for integer dots at the memory bound."""
+        wanted = {source: kind for kind, source in INTERLEAVED_KINDS.items()}.get(self.kind)
+        if wanted is None or self.codes.shape[0] % TILE_ROWS:
+            raise ValueError(f"only q4_0 and q4_1 matrices of a multiple of {TILE_ROWS} rows interleave, "
+                             f"got {self.kind} with {self.codes.shape[0]} rows")
+        n, k = self.shape
+        out = torch.empty_like(self.codes)
+        _cpu.interleave16(KIND_CODES[wanted], self.codes.data_ptr(), n, k, out.data_ptr())
+        return QuantMatrix(wanted, out, None)
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """The fp32 values of the rows ``index`` [...] -> [..., K] (an embedding lookup)."""
         if self.kind in BLOCK_KINDS:  # those rows' blocks, decoded by the kernels
             picked = QuantMatrix(self.kind, self.codes[index.reshape(-1)].contiguous(), None)
             return picked.dequantize().reshape(*index.shape, self.shape[1])
+        if self.kind in INTERLEAVED_KINDS:  # row by row, from their tiles
+            flat = index.reshape(-1).tolist()
+            out = torch.empty(len(flat), self.shape[1])
+            for i, row in enumerate(flat):
+                self.dequantize_rows(row, row + 1, out[i:i + 1])
+            return out.reshape(*index.shape, self.shape[1])
         codes, qparams = self.codes[index], self.qparams[index].to(torch.float32)
         if self.kind == "int8":
             values = codes.to(torch.float32).unflatten(-1, (-1, GROUP_SIZE)) * qparams[..., None]
@@ -208,7 +245,7 @@ class QuantMatrix:
         kinds = {part.kind for part in parts}
         if len(kinds) != 1:
             raise ValueError(f"cannot concatenate matrices of kinds {sorted(kinds)}")
-        if parts[0].kind in BLOCK_KINDS:
+        if _block_form(parts[0].kind) is not None:  # interleaved parts are whole tiles: their tiles follow
             return QuantMatrix(parts[0].kind, join_rows([p.codes for p in parts]), None)
         dtypes = {part.qparams.dtype for part in parts}
         dtype = dtypes.pop() if len(dtypes) == 1 else torch.float32  # f16 values are exact in f32
@@ -269,6 +306,21 @@ def to_halves(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def release_pages(tensor: torch.Tensor) -> None:
+    """Ask the kernel to reclaim the whole pages under ``tensor`` (MADV_PAGEOUT): a file
+    mapping's clean pages leave the process's resident memory and are read again from the
+    file if touched; any other memory keeps its contents (paged out, or left as it is where
+    the kernel cannot). Used once a matrix was re-laid into a buffer of its own, so that the
+    file's copy, read once to make it, is not counted twice. No effect off Linux."""
+    if _libc is None or tensor.numel() == 0:
+        return
+    page = mmap.PAGESIZE
+    start = -(-tensor.data_ptr() // page) * page
+    stop = (tensor.data_ptr() + tensor.nbytes) // page * page
+    if stop > start:
+        _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), _MADV_PAGEOUT)  # EINVAL on old kernels: no effect
+
+
 def join_rows(tensors: list[torch.Tensor]) -> torch.Tensor:
     """``torch.cat(tensors)`` (along the first dimension), without copying when the tensors
     already lie back to back in one storage: then the result is a view of it. A ``.mcp``
@@ -284,6 +336,11 @@ def join_rows(tensors: list[torch.Tensor]) -> torch.Tensor:
         cursor += tensor.nbytes
     rows = sum(tensor.shape[0] for tensor in tensors)
     return torch.empty(0, dtype=first.dtype).set_(storage, first.storage_offset(), (rows, *first.shape[1:]))
+
+
+def _block_form(kind: str) -> tuple[int, int] | None:
+    """(weights, bytes) per block of a GGUF block kind or an interleaved one, else None."""
+    return BLOCK_KINDS.get(INTERLEAVED_KINDS.get(kind, kind))
 
 
 def _int4_codes(codes: torch.Tensor) -> torch.Tensor:

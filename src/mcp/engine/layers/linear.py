@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from mcp.engine.kernels import QuantMatrix, join_rows
+from mcp.engine.kernels import INTERLEAVED_KINDS, TILE_ROWS, QuantMatrix, join_rows, release_pages
 from mcp.engine.quant import int4pack, int8
 from mcp.engine.quant.int4pack import ROW_ALIGN
 
@@ -147,11 +147,32 @@ class NativeLinear(PackedLinear):
     def packed_mm(self, x: torch.Tensor) -> torch.Tensor:
         return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), x_digits=self.x_digits)
 
+    def interleave(self) -> bool:
+        """Re-lay a Q4_0/Q4_1 matrix 16 rows at a time when it multiplies with integer dots
+        (``QuantMatrix.interleaved``: the same values, ~3.5x the one-row dots' speed on an
+        AVX-512 VNNI core); its source pages are released. False where it does not apply."""
+        matrix = self.matrix
+        if self.x_digits == 0 or matrix.kind not in INTERLEAVED_SOURCES or matrix.shape[0] % TILE_ROWS:
+            return False
+        self.matrix = matrix.interleaved()
+        self.register_buffer("codes", self.matrix.codes, persistent=False)
+        release_pages(matrix.codes)
+        return True
+
     def dense_rows(self, start: int, stop: int, out: torch.Tensor) -> None:
         if out.dtype in _NATIVE_DTYPES:
             self.matrix.dequantize_rows(start, stop, out)
         else:
             out.copy_(self.matrix.dequantize_rows(start, stop, torch.empty(stop - start, self.in_features)))
+
+
+INTERLEAVED_SOURCES = frozenset(INTERLEAVED_KINDS.values())  # the kinds NativeLinear.interleave re-lays
+
+
+def interleave_for_integer_dots(model: torch.nn.Module) -> int:
+    """Interleave every native Q4_0/Q4_1 matrix that multiplies with integer dots, after the
+    model's projections were fused (a fused matrix is re-laid once); how many were."""
+    return sum(module.interleave() for module in model.modules() if isinstance(module, NativeLinear))
 
 
 class Int4Linear(PackedLinear):

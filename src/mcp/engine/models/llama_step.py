@@ -19,12 +19,11 @@ from collections.abc import Sequence
 import torch
 
 from mcp.engine import kernels
-from mcp.engine.kernels import QuantMatrix
+from mcp.engine.kernels import KIND_CODES, QuantMatrix
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.linear import LinearGroup, NativeLinear
 from mcp.engine.models.llama import LlamaForCausalLM
 
-_KINDS = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8}
 MAX_PARTS = 3  # a matrix stacked from parts of different kinds (csrc/decode.h, kMaxParts)
 MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
 
@@ -112,7 +111,7 @@ def _matrix_fields(parts: list[NativeLinear]) -> list[int]:
     fields = [len(matrices), sum(m.shape[0] for m in matrices), matrices[0].shape[1]]
     for m in matrices:
         qparams = m.qparams
-        fields += [_KINDS[m.kind], m.codes.data_ptr(), 0 if qparams is None else qparams.data_ptr(),
+        fields += [KIND_CODES[m.kind], m.codes.data_ptr(), 0 if qparams is None else qparams.data_ptr(),
                    int(qparams is not None and qparams.dtype == torch.float16), m.shape[0]]
     return fields + [0] * 5 * (MAX_PARTS - len(matrices))
 

@@ -257,10 +257,13 @@ std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, in
     const MatrixPart& part = w.part[p];
     if (static_cast<int>(part.kind) < 0 || static_cast<int>(part.kind) > kLastKind)
       return where + ": unknown weight kind " + std::to_string(static_cast<int>(part.kind));
-    if (part.codes == nullptr || (!is_block_kind(part.kind) && part.qparams == nullptr) || part.rows < 1 ||
+    const bool own_params = part.kind == WeightKind::kInt4 || part.kind == WeightKind::kInt8;
+    if (part.codes == nullptr || (own_params && part.qparams == nullptr) || part.rows < 1 ||
         K % block_weights(part.kind) != 0)
       return where + " part " + std::to_string(p) + " lacks its codes or parameters, or K = " + std::to_string(K) +
              " is not whole blocks of its kind";
+    if (is_row16_kind(part.kind) && (rows % kTileRows != 0 || part.rows % kTileRows != 0))
+      return where + " part " + std::to_string(p) + " is interleaved 16 rows at a time but does not span whole tiles";
     rows += part.rows;
   }
   if (w.N == N && w.K == K && rows == N) return "";

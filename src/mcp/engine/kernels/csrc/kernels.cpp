@@ -485,11 +485,11 @@ bool has_vnni() {
 #endif
 }
 
-constexpr int64_t kRowAlign = 8, kMinChunkRows = 64;
+constexpr int64_t kRowAlign = kTileRows, kMinChunkRows = 64;  // whole tiles of the x16 kinds
 
 }  // namespace
 
-// Rows [0, num_rows) in one run of whole 8-row blocks per thread (at least 64 rows each). One
+// Rows [0, num_rows) in one run of whole 16-row blocks per thread (at least 64 rows each). One
 // contiguous run per thread streams each matrix as a single pass through memory; four smaller
 // chunks a thread, claimed in turn, were slower: batch-1 decode 1.10x, a 120-token prefill
 // 1.10x and an 8-sequence batch 1.06x faster with one run (2 threads, AMD EPYC with AVX-512,
@@ -646,11 +646,45 @@ MatmulArgs prepare_matmul(const MatmulArgs& input) {
     quantize_rows(args.x, args.M, args.K, args.x_digits, xq.data(), x_scales.data());
     args.xq = xq.data();
     args.x_scales = x_scales.data();
+    if (is_row16_kind(args.kind)) {
+      static thread_local std::vector<int32_t> code_sums;
+      code_sums.resize(static_cast<size_t>(args.M * num_groups));
+      const int64_t plane = args.M * args.K;
+      for (int64_t i = 0; i < args.M * num_groups; ++i) {
+        int32_t high = 0, low = 0;
+        for (int j = 0; j < kGroup; ++j) {
+          high += xq[i * kGroup + j];
+          if (args.x_digits == 2) low += xq[plane + i * kGroup + j];
+        }
+        code_sums[i] = args.x_digits == 2 ? 128 * high + low : high;
+      }
+      args.x_code_sums = code_sums.data();
+    }
   }
   return args;
 }
 
+// The x16 kinds with exact fp32 products: each row's values, then dots. A slow path (these
+// kinds are laid out for integer dots, and only a model decoding with them holds them).
+static void row16_exact_rows(const MatmulArgs& args, int64_t n0, int64_t n1) {
+  static thread_local std::vector<float> row;
+  row.resize(static_cast<size_t>(args.K));
+  for (int64_t n = n0; n < n1; ++n) {
+    row16_dequantize_rows(DequantArgs{args.kind, args.codes, nullptr, false, 1, args.K, row.data(), false, n}, 0, 1);
+    for (int64_t m = 0; m < args.M; ++m) store(args, m, n, dot_f32(args.x + m * args.K, row.data(), args.K));
+  }
+}
+
 void matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1) {
+  if (is_row16_kind(args.kind)) {
+    if (args.x_digits == 0) return row16_exact_rows(args, n0, n1);
+    int level = 0;
+#if defined(__x86_64__)
+    if (current_isa() == Isa::kAvx512 && has_vnni()) level = 2;
+    else if (current_isa() != Isa::kScalar) level = 1;
+#endif
+    return row16_matmul_rows(args, n0, n1, level);
+  }
   if (is_block_kind(args.kind)) {  // GGUF blocks: exact products, whatever x_digits asks
     switch (current_isa()) {
 #if defined(__x86_64__)
@@ -694,6 +728,7 @@ void dequantize(const DequantArgs& args, int num_threads) {
   const Isa isa = current_isa();
   const bool blocks = is_block_kind(args.kind);
   parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) {
+    if (is_row16_kind(args.kind)) return row16_dequantize_rows(args, n0, n1);
     switch (isa) {
 #if defined(__x86_64__)
       case Isa::kAvx512: blocks ? avx512::block_dequantize(args, n0, n1) : avx512::dequantize(args, n0, n1); break;

@@ -14,10 +14,19 @@ constexpr int kGroup = 32;  // weights per quantization group along K
 // kInt4/kInt8: codes and group parameters apart (see MatmulArgs); the others are GGUF's own
 // blocks read as stored, codes = uint8 [N, K / block weights * block bytes] and no qparams:
 // Q5_0, Q5_1 (32 weights a block), Q5_K, Q6_K (256), Q4_0, Q4_1 (32), Q4_K (256) (blocks.inc).
-enum class WeightKind : int { kInt4 = 0, kInt8 = 1, kQ5_0 = 2, kQ5_1 = 3, kQ5K = 4, kQ6K = 5, kQ4_0 = 6, kQ4_1 = 7, kQ4K = 8 };
-constexpr int kLastKind = static_cast<int>(WeightKind::kQ4K);
+// kQ4_0x16, kQ4_1x16: Q4_0 and Q4_1 blocks re-laid 16 rows at a time for integer dots
+// (rows16.cpp); codes uint8 of the same size, N a multiple of kTileRows.
+enum class WeightKind : int {
+  kInt4 = 0, kInt8 = 1, kQ5_0 = 2, kQ5_1 = 3, kQ5K = 4, kQ6K = 5, kQ4_0 = 6, kQ4_1 = 7, kQ4K = 8,
+  kQ4_0x16 = 9, kQ4_1x16 = 10
+};
+constexpr int kLastKind = static_cast<int>(WeightKind::kQ4_1x16);
+constexpr int64_t kTileRows = 16;  // rows interleaved by the x16 kinds
 
-inline bool is_block_kind(WeightKind kind) { return static_cast<int>(kind) >= static_cast<int>(WeightKind::kQ5_0); }
+inline bool is_row16_kind(WeightKind kind) { return kind == WeightKind::kQ4_0x16 || kind == WeightKind::kQ4_1x16; }
+inline bool is_block_kind(WeightKind kind) {
+  return static_cast<int>(kind) >= static_cast<int>(WeightKind::kQ5_0) && !is_row16_kind(kind);
+}
 
 // out[M, N] = x[M, K] @ W[N, K]^T, W quantized (int4 codes + (scale, offset) per group, or
 // int8 codes + scale per group; the group parameters in fp32 or fp16). x is fp32; out is
@@ -42,6 +51,9 @@ struct MatmulArgs {
   // Output row stride (0: N): one part of a matrix stacked from parts of different kinds
   // writes its columns into the whole matrix's rows (decode.cpp, matrix_rows).
   int64_t out_stride = 0;
+  // [M, K/32]: the sum of each group's activation codes (128 * q1 + q2 with two digits),
+  // for the x16 kinds' centred codes (filled by matmul() with the digits)
+  const int32_t* x_code_sums = nullptr;
 };
 
 // out[N, K] = the fp32 values of W, written as fp32 or bf16.
@@ -53,6 +65,7 @@ struct DequantArgs {
   int64_t N, K;
   void* out;
   bool out_bf16;
+  int64_t first_row = 0;  // the x16 kinds: rows [first_row, first_row + N) of the matrix at codes
 };
 
 inline uint16_t to_bf16(float value) {  // round to nearest even, NaN kept quiet
@@ -141,13 +154,20 @@ void matmul(const MatmulArgs& args, int num_threads);
 MatmulArgs prepare_matmul(const MatmulArgs& args);
 void matmul_rows(const MatmulArgs& prepared, int64_t n0, int64_t n1);
 // How matmul shares N rows among num_threads threads: row_chunks(N, num_threads) chunks,
-// chunk c covering rows row_chunk(N, chunks, c) (whole 8-row blocks, at least 64 rows each).
+// chunk c covering rows row_chunk(N, chunks, c) (whole 16-row tiles, at least 64 rows each).
 int64_t row_chunks(int64_t num_rows, int num_threads);
 std::pair<int64_t, int64_t> row_chunk(int64_t num_rows, int64_t num_chunks, int64_t chunk);
 // x [M, K] -> codes q [M, K] and scales d [M, K/32]: per group d = max|x| / 127 and
 // q = round-half-even(x * (1 / d)), so x ≈ d * q with |x - d * q| <= d / 2 (q = 0 where d = 0).
 void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, float* d);
 void dequantize(const DequantArgs& args, int num_threads);
+
+// The x16 kinds (rows16.cpp): output rows [n0, n1) (whole tiles) with integer dots, on the
+// plain C++ (level 0), AVX2 (1) or AVX-512 VNNI (2) build; rows [n0, n1) of their values
+// (from args.first_row on); and GGUF Q4_0/Q4_1 rows [N, K] re-laid as the x16 kind.
+void row16_matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1, int level);
+void row16_dequantize_rows(const DequantArgs& args, int64_t n0, int64_t n1);
+void interleave16(WeightKind kind, const uint8_t* blocks, int64_t N, int64_t K, uint8_t* out);
 
 // sum a[i] * b[i] on the current instruction set.
 float dot_f32(const float* a, const float* b, int64_t n);

@@ -64,15 +64,27 @@ PyObject* py_matmul(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// dequantize(kind, codes, qparams, qparams_f16, N, K, out, out_bf16, num_threads)
+// dequantize(kind, codes, qparams, qparams_f16, N, K, out, out_bf16, num_threads, first_row)
 PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[9];
-  if (!read_ints(args, nargs, 9, v)) return nullptr;
+  long long v[10];
+  if (!read_ints(args, nargs, 10, v)) return nullptr;
   DequantArgs a{static_cast<WeightKind>(v[0]), reinterpret_cast<const void*>(v[1]),
-                reinterpret_cast<const void*>(v[2]), v[3] != 0, v[4], v[5], reinterpret_cast<void*>(v[6]), v[7] != 0};
+                reinterpret_cast<const void*>(v[2]), v[3] != 0, v[4], v[5], reinterpret_cast<void*>(v[6]), v[7] != 0,
+                v[9]};
   const int num_threads = static_cast<int>(v[8]);
   Py_BEGIN_ALLOW_THREADS
   mcp_kernels::dequantize(a, num_threads);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
+// interleave16(kind, blocks, N, K, out): GGUF Q4_0/Q4_1 rows -> the x16 kind's layout
+PyObject* py_interleave16(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  long long v[5];
+  if (!read_ints(args, nargs, 5, v)) return nullptr;
+  Py_BEGIN_ALLOW_THREADS
+  mcp_kernels::interleave16(static_cast<WeightKind>(v[0]), reinterpret_cast<const uint8_t*>(v[1]), v[2], v[3],
+                            reinterpret_cast<uint8_t*>(v[4]));
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }
@@ -214,6 +226,8 @@ PyMethodDef methods[] = {
      "out = x @ W.T for a quantized W (raw pointers; see mcp.engine.kernels)"},
     {"dequantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_dequantize)), METH_FASTCALL,
      "the values of a quantized W (raw pointers; see mcp.engine.kernels)"},
+    {"interleave16", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_interleave16)), METH_FASTCALL,
+     "GGUF Q4_0/Q4_1 rows re-laid 16 rows at a time (raw pointers; see mcp.engine.kernels)"},
     {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_quantize)), METH_FASTCALL,
      "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
     {"decode_step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_decode_step)), METH_FASTCALL,
