@@ -29,7 +29,7 @@ class EngineOptions:
     max_context: int | None = None  # cap below the model's own context length
     cache_prefill_weights: bool = False  # keep dense copies of int4 weights for prefill GEMMs
     native_kernels: bool = True  # use mcp.engine.kernels on a CPU when built (False: PyTorch's kernels)
-    decode_dots: str = "auto"  # native decode kernels: auto (= exact) | exact (fp32) | int8 | int8x2 (quantized activations)
+    decode_dots: str = "auto"  # native decode kernels: auto (int8x2 on AVX2/AVX-512) | exact (fp32) | int8 | int8x2
     native_step: bool = True  # decode steps as one C++ call where the plan allows (all native, fp32)
 
 

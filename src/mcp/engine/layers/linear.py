@@ -148,9 +148,10 @@ class NativeLinear(PackedLinear):
         return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), x_digits=self.x_digits)
 
     def interleave(self) -> bool:
-        """Re-lay a Q4_0/Q4_1 matrix 16 rows at a time when it multiplies with integer dots
-        (``QuantMatrix.interleaved``: the same values, ~3.5x the one-row dots' speed on an
-        AVX-512 VNNI core); its source pages are released. False where it does not apply."""
+        """Re-lay a Q4_0/Q4_1/Q4_K/Q6_K matrix 16 rows at a time when it multiplies with
+        integer dots (``QuantMatrix.interleaved``: the same values, ~3.5x the one-row dots'
+        speed on an AVX-512 VNNI core); its source pages are released. False where it does
+        not apply."""
         matrix = self.matrix
         if self.x_digits == 0 or matrix.kind not in INTERLEAVED_SOURCES or matrix.shape[0] % TILE_ROWS:
             return False
@@ -170,7 +171,7 @@ INTERLEAVED_SOURCES = frozenset(INTERLEAVED_KINDS.values())  # the kinds NativeL
 
 
 def interleave_for_integer_dots(model: torch.nn.Module) -> int:
-    """Interleave every native Q4_0/Q4_1 matrix that multiplies with integer dots, after the
+    """Interleave every native Q4_0/Q4_1/Q4_K/Q6_K matrix that multiplies with integer dots, after the
     model's projections were fused (a fused matrix is re-laid once); how many were."""
     return sum(module.interleave() for module in model.modules() if isinstance(module, NativeLinear))
 

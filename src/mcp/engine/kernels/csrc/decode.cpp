@@ -246,7 +246,10 @@ void run_layers(const Team& team, const ModelDims& d, const LayerRef* layers, in
 
 // Whole blocks of K for each part's kind (GGUF's K-quants: 256 weights, the others 32).
 int64_t block_weights(WeightKind kind) {
-  return kind == WeightKind::kQ5K || kind == WeightKind::kQ6K || kind == WeightKind::kQ4K ? 256 : kGroup;
+  return kind == WeightKind::kQ5K || kind == WeightKind::kQ6K || kind == WeightKind::kQ4K || kind == WeightKind::kQ4Kx16 ||
+                 kind == WeightKind::kQ6Kx16
+             ? 256
+             : kGroup;
 }
 
 std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, int64_t N, int64_t K) {

@@ -646,15 +646,15 @@ MatmulArgs prepare_matmul(const MatmulArgs& input) {
     quantize_rows(args.x, args.M, args.K, args.x_digits, xq.data(), x_scales.data());
     args.xq = xq.data();
     args.x_scales = x_scales.data();
-    if (is_row16_kind(args.kind)) {
+    if (is_row16_kind(args.kind)) {  // the sums of each 16 codes (128 * q1 + q2 with two digits)
       static thread_local std::vector<int32_t> code_sums;
-      code_sums.resize(static_cast<size_t>(args.M * num_groups));
+      code_sums.resize(static_cast<size_t>(args.M * args.K / 16));
       const int64_t plane = args.M * args.K;
-      for (int64_t i = 0; i < args.M * num_groups; ++i) {
+      for (int64_t i = 0; i < args.M * args.K / 16; ++i) {
         int32_t high = 0, low = 0;
-        for (int j = 0; j < kGroup; ++j) {
-          high += xq[i * kGroup + j];
-          if (args.x_digits == 2) low += xq[plane + i * kGroup + j];
+        for (int j = 0; j < 16; ++j) {
+          high += xq[i * 16 + j];
+          if (args.x_digits == 2) low += xq[plane + i * 16 + j];
         }
         code_sums[i] = args.x_digits == 2 ? 128 * high + low : high;
       }

@@ -14,16 +14,17 @@ constexpr int kGroup = 32;  // weights per quantization group along K
 // kInt4/kInt8: codes and group parameters apart (see MatmulArgs); the others are GGUF's own
 // blocks read as stored, codes = uint8 [N, K / block weights * block bytes] and no qparams:
 // Q5_0, Q5_1 (32 weights a block), Q5_K, Q6_K (256), Q4_0, Q4_1 (32), Q4_K (256) (blocks.inc).
-// kQ4_0x16, kQ4_1x16: Q4_0 and Q4_1 blocks re-laid 16 rows at a time for integer dots
-// (rows16.cpp); codes uint8 of the same size, N a multiple of kTileRows.
+// kQ4_0x16, kQ4_1x16, kQ4Kx16, kQ6Kx16: those GGUF blocks re-laid 16 rows at a time for
+// integer dots (rows16.cpp), N a multiple of kTileRows; codes uint8 of the same size (Q4_K's
+// 148 bytes a row and block, where GGUF's take 144).
 enum class WeightKind : int {
   kInt4 = 0, kInt8 = 1, kQ5_0 = 2, kQ5_1 = 3, kQ5K = 4, kQ6K = 5, kQ4_0 = 6, kQ4_1 = 7, kQ4K = 8,
-  kQ4_0x16 = 9, kQ4_1x16 = 10
+  kQ4_0x16 = 9, kQ4_1x16 = 10, kQ4Kx16 = 11, kQ6Kx16 = 12
 };
-constexpr int kLastKind = static_cast<int>(WeightKind::kQ4_1x16);
+constexpr int kLastKind = static_cast<int>(WeightKind::kQ6Kx16);
 constexpr int64_t kTileRows = 16;  // rows interleaved by the x16 kinds
 
-inline bool is_row16_kind(WeightKind kind) { return kind == WeightKind::kQ4_0x16 || kind == WeightKind::kQ4_1x16; }
+inline bool is_row16_kind(WeightKind kind) { return static_cast<int>(kind) >= static_cast<int>(WeightKind::kQ4_0x16); }
 inline bool is_block_kind(WeightKind kind) {
   return static_cast<int>(kind) >= static_cast<int>(WeightKind::kQ5_0) && !is_row16_kind(kind);
 }
@@ -51,8 +52,8 @@ struct MatmulArgs {
   // Output row stride (0: N): one part of a matrix stacked from parts of different kinds
   // writes its columns into the whole matrix's rows (decode.cpp, matrix_rows).
   int64_t out_stride = 0;
-  // [M, K/32]: the sum of each group's activation codes (128 * q1 + q2 with two digits),
-  // for the x16 kinds' centred codes (filled by matmul() with the digits)
+  // [M, K/16]: the sum of each 16 activation codes (128 * q1 + q2 with two digits), for the
+  // x16 kinds' centred codes (filled by matmul() with the digits)
   const int32_t* x_code_sums = nullptr;
 };
 
@@ -164,10 +165,10 @@ void dequantize(const DequantArgs& args, int num_threads);
 
 // The x16 kinds (rows16.cpp): output rows [n0, n1) (whole tiles) with integer dots, on the
 // plain C++ (level 0), AVX2 (1) or AVX-512 VNNI (2) build; rows [n0, n1) of their values
-// (from args.first_row on); and GGUF Q4_0/Q4_1 rows [N, K] re-laid as the x16 kind.
+// (from args.first_row on); and GGUF rows [N, K] of `source` kind re-laid as its x16 kind.
 void row16_matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1, int level);
 void row16_dequantize_rows(const DequantArgs& args, int64_t n0, int64_t n1);
-void interleave16(WeightKind kind, const uint8_t* blocks, int64_t N, int64_t K, uint8_t* out);
+void interleave16(WeightKind source, const uint8_t* blocks, int64_t N, int64_t K, uint8_t* out);
 
 // sum a[i] * b[i] on the current instruction set.
 float dot_f32(const float* a, const float* b, int64_t n);

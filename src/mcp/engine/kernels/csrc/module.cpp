@@ -78,7 +78,7 @@ PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// interleave16(kind, blocks, N, K, out): GGUF Q4_0/Q4_1 rows -> the x16 kind's layout
+// interleave16(source kind, blocks, N, K, out): GGUF Q4_0/Q4_1/Q4_K/Q6_K rows -> their x16 kind
 PyObject* py_interleave16(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   long long v[5];
   if (!read_ints(args, nargs, 5, v)) return nullptr;
@@ -227,7 +227,7 @@ PyMethodDef methods[] = {
     {"dequantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_dequantize)), METH_FASTCALL,
      "the values of a quantized W (raw pointers; see mcp.engine.kernels)"},
     {"interleave16", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_interleave16)), METH_FASTCALL,
-     "GGUF Q4_0/Q4_1 rows re-laid 16 rows at a time (raw pointers; see mcp.engine.kernels)"},
+     "GGUF Q4_0/Q4_1/Q4_K/Q6_K rows re-laid 16 rows at a time (raw pointers; see mcp.engine.kernels)"},
     {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_quantize)), METH_FASTCALL,
      "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
     {"decode_step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_decode_step)), METH_FASTCALL,

@@ -1,27 +1,40 @@
-// Q4_0 and Q4_1 re-laid 16 rows at a time, for integer dots at the memory bound.
+// GGUF's Q4_0, Q4_1, Q4_K and Q6_K re-laid 16 rows at a time, for integer dots at the memory bound.
 //
 // GGUF keeps each row's blocks together: an integer dot then works on one row at a time and
 // must bring each block's sum down to a scalar before its scale can apply, which costs more
 // operations per weight than the dot itself (one row at a time, every kernel here ran at
 // about 15 G weights/s per core on AMD Zen 4 whatever its format, where a 1B model needs
 // about 27 at the memory bound on 2 cores). Here the 16 rows of a tile are interleaved, so
-// that each 32-bit lane of a 512-bit register belongs to one row: a group's integer sums of
-// 16 rows come out of vpdpbusd in one register, their 16 scales are one 32-byte load, and
-// one multiply-add applies them. The bytes are GGUF's own, moved, so the file's values
-// (d * (q - 8), d * q + m) are kept exactly; the size is the same.
+// that each 32-bit lane of a register belongs to one row: a group's integer sums of 16 rows
+// come out of vpdpbusd in one register, their 16 scales are one load, and one multiply-add
+// applies them. The codes and scales are GGUF's own, moved (Q4_K's 6-bit scales and mins
+// widened to bytes), so the values are the file's exactly (row16_dequantize_rows equals
+// gguf.quants bit for bit).
 //
-// Layout of kQ4_0x16 / kQ4_1x16, rows [16t, 16t + 16) (tile t), K / 32 groups back to back:
-//   group g of tile t: 16 fp16 d (row order) | Q4_1 only: 16 fp16 m | 4 chunks of 64 bytes,
-//   chunk c = bytes 4c..4c+3 of each row's 16 bytes of nibbles, row by row.
-// Byte j of a row's nibbles holds element j (low nibble) and j + 16 (high), as in GGUF, so
-// chunk c's low nibbles are elements 4c..4c+3 of each row and its high nibbles 16+4c..19+4c.
+// A tile holds rows [16t, 16t + 16); below, "16 x" means one item per row, in row order, and
+// a group's 32 weights are always laid as chunks: chunk c (0..3) = 4 bytes per row whose low
+// nibbles are the row's elements 4c..4c+3 of the group and high nibbles 16+4c..19+4c (GGUF's
+// Q4_0 order), 64 bytes a chunk. Per tile, K/32 groups (K/256 blocks of 8) back to back:
+//   kQ4_0x16  group: 16 x fp16 d | 4 chunks                      (288 B = 16 x 18)
+//   kQ4_1x16  group: 16 x fp16 d | 16 x fp16 m | 4 chunks        (320 B = 16 x 20)
+//   kQ4Kx16   block: 16 x fp16 d | 16 x fp16 dmin | 8 groups of
+//             16 x u8 scale | 16 x u8 min | 4 chunks               (2368 B = 16 x 148)
+//   kQ6Kx16   block: 16 x fp16 d | 8 groups of
+//             16 x i8 scale (elements 0..15) | 16 x i8 scale (16..31) | 4 chunks (the low 4
+//             bits) | 16 x u32 high bits of elements 0..15 | 16 x u32 of 16..31
+//                                                                   (3360 B = 16 x 210)
+// Q6_K's high-bit word of a row: byte i, bits 2k..2k+1 = the top 2 bits of element 4k + i
+// (of its 16), so chunk c's come out of one shift by 2c.
 //
 // Integer dots only: activations quantized per block of 32 to one or two int8 digits
-// (quantize_rows); per row and group s = q . x (exact, int32) and then
-//   out = fma(float(s - 8 * sum(x codes)), d * dx, out)     (Q4_0: q - 8 = q plus an offset)
-//   out = fma(float(s), d * dx, out); out = fma(m, sum(x), out)   (Q4_1: x's exact fp32 sum)
-// group after group, in that order on every instruction set, so each output is the same bits
-// on all three builds (the tests compare them).
+// (quantize_rows); per row and group (Q6_K: each 16 of it, with its own scale) s = q . x
+// exactly in int32, and then, group after group, in this order on every build:
+//   Q4_0  out = fma(float(s - 8 sum x), d dx, out)
+//   Q4_1  out = fma(float(s), d dx, out);  out = fma(m, exact sum x, out)
+//   Q4_K  out = fma(float(s), (d scale) dx, out);  out = fma((-dmin) min, exact sum x, out)
+//   Q6_K  out = fma(float(s - 32 sum x), (d scale) dx, out), each half
+// where sum x is the sum of the activation's codes (x_code_sums) and exact sum x its fp32
+// sum; so each output is the same bits on all three builds (the tests compare them).
 
 #include "kernels.h"
 
@@ -35,55 +48,118 @@
 namespace mcp_kernels {
 namespace {
 
-struct Format16 {
-  int64_t param_bytes;  // per group and tile: 16 d (and 16 m)
-  int64_t group_bytes;  // param_bytes + 256 of nibbles
-  int64_t block_bytes;  // the GGUF block (18 or 20)
-  bool min;
-};
+constexpr int64_t kChunkBytes = 64, kNibbleBytes = 4 * kChunkBytes;
 
-Format16 format16(WeightKind kind) {
-  return kind == WeightKind::kQ4_1x16 ? Format16{64, 320, 20, true} : Format16{32, 288, 18, false};
+// Bytes per tile: per group (Q4_0, Q4_1) or per block of 8 groups (Q4_K, Q6_K), and the
+// offsets inside a K-quant block.
+constexpr int64_t kQ4_0Group = 32 + kNibbleBytes, kQ4_1Group = 64 + kNibbleBytes;
+constexpr int64_t kQ4KGroup = 32 + kNibbleBytes, kQ4KBlock = 64 + 8 * kQ4KGroup;
+constexpr int64_t kQ6KGroup = 32 + kNibbleBytes + 128, kQ6KBlock = 32 + 8 * kQ6KGroup;
+
+int64_t tile_bytes(WeightKind kind, int64_t K) {
+  switch (kind) {
+    case WeightKind::kQ4_0x16: return K / kGroup * kQ4_0Group;
+    case WeightKind::kQ4_1x16: return K / kGroup * kQ4_1Group;
+    case WeightKind::kQ4Kx16: return K / 256 * kQ4KBlock;
+    default: return K / 256 * kQ6KBlock;
+  }
 }
 
 inline uint16_t u16_at(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
 
-// The sum of the 32 codes of an activation group: 128 * sum(q1) + sum(q2) with two digits.
-inline int32_t code_sum(const MatmulArgs& a, int64_t m, int64_t g) { return a.x_code_sums[m * (a.K / kGroup) + g]; }
+// The sum of activation codes of row m, elements [16h, 16h + 16) (see MatmulArgs::x_code_sums).
+inline int32_t half_sum(const MatmulArgs& a, int64_t m, int64_t h) { return a.x_code_sums[m * (a.K / 16) + h]; }
 
-// ---- the plain C++ build: the reference the SIMD builds equal ----
+// ---- the plain C++ build: one row at a time, the reference the SIMD builds equal ----
 namespace scalar16 {
 
-template <bool kMin>
-void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  const Format16 f = format16(a.kind);
-  const int64_t G = a.K / kGroup, plane = a.M * a.K;
-  const uint8_t* codes = static_cast<const uint8_t*>(a.codes);
-  for (int64_t t = n0 / kTileRows; t < n1 / kTileRows; ++t) {
-    const uint8_t* tile = codes + t * G * f.group_bytes;
-    for (int64_t m = 0; m < a.M; ++m) {
-      float acc[kTileRows] = {};
-      for (int64_t g = 0; g < G; ++g) {
-        const uint8_t* p = tile + g * f.group_bytes;
-        const int8_t* x1 = a.xq + m * a.K + g * kGroup;
-        const float dx = a.x_scales[m * G + g];
-        for (int r = 0; r < kTileRows; ++r) {
-          int32_t s1 = 0, s2 = 0;
-          for (int c = 0; c < 4; ++c) {
-            for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = p[f.param_bytes + c * 64 + r * 4 + i];
-              const int lo = byte & 0x0f, hi = byte >> 4;
-              s1 += lo * x1[4 * c + i] + hi * x1[16 + 4 * c + i];
-              if (a.x_digits == 2) s2 += lo * x1[plane + 4 * c + i] + hi * x1[plane + 16 + 4 * c + i];
-            }
-          }
-          int32_t s = a.x_digits == 2 ? s1 * 128 + s2 : s1;
-          if constexpr (!kMin) s -= 8 * code_sum(a, m, g);
-          const float d = from_f16(u16_at(p + 2 * r));
-          acc[r] = std::fma(static_cast<float>(s), d * dx, acc[r]);
-          if constexpr (kMin) acc[r] = std::fma(from_f16(u16_at(p + 32 + 2 * r)), a.x_group_sums[m * G + g], acc[r]);
+// A row's 32 products with chunks (lo: the low nibbles' elements, hi: the high ones), each
+// code widened by its high bits (Q6_K) where `high` is given.
+struct Sums {
+  int32_t lo, hi;
+};
+
+Sums dots(const uint8_t* chunks, const uint8_t* high_lo, const uint8_t* high_hi, int r, const int8_t* x) {
+  Sums s{0, 0};
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 4; ++i) {
+      const uint8_t byte = chunks[c * kChunkBytes + r * 4 + i];
+      int lo = byte & 0x0f, hi = byte >> 4;
+      if (high_lo != nullptr) {
+        lo |= ((high_lo[r * 4 + i] >> (2 * c)) & 3) << 4;
+        hi |= ((high_hi[r * 4 + i] >> (2 * c)) & 3) << 4;
+      }
+      s.lo += lo * x[4 * c + i];
+      s.hi += hi * x[16 + 4 * c + i];
+    }
+  }
+  return s;
+}
+
+// Both digits: 128 (q . x1) + q . x2, exactly.
+Sums digit_dots(const MatmulArgs& a, const uint8_t* chunks, const uint8_t* high_lo, const uint8_t* high_hi, int r,
+                int64_t m, int64_t g) {
+  const int8_t* x1 = a.xq + m * a.K + g * kGroup;
+  Sums s = dots(chunks, high_lo, high_hi, r, x1);
+  if (a.x_digits == 2) {
+    const Sums low = dots(chunks, high_lo, high_hi, r, x1 + a.M * a.K);
+    s = {s.lo * 128 + low.lo, s.hi * 128 + low.hi};
+  }
+  return s;
+}
+
+void row_tile(const MatmulArgs& a, const uint8_t* tile, int64_t m, float (&acc)[kTileRows]) {
+  const int64_t G = a.K / kGroup;
+  for (int r = 0; r < kTileRows; ++r) acc[r] = 0.0f;
+  for (int64_t g = 0; g < G; ++g) {
+    const float dx = a.x_scales[m * G + g], x_sum = a.x_group_sums[m * G + g];
+    const int32_t sum_lo = half_sum(a, m, 2 * g), sum_hi = half_sum(a, m, 2 * g + 1);
+    for (int r = 0; r < kTileRows; ++r) {
+      switch (a.kind) {
+        case WeightKind::kQ4_0x16: {
+          const uint8_t* p = tile + g * kQ4_0Group;
+          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g);
+          acc[r] = std::fma(static_cast<float>(s.lo + s.hi - 8 * (sum_lo + sum_hi)), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
+          break;
+        }
+        case WeightKind::kQ4_1x16: {
+          const uint8_t* p = tile + g * kQ4_1Group;
+          const Sums s = digit_dots(a, p + 64, nullptr, nullptr, r, m, g);
+          acc[r] = std::fma(static_cast<float>(s.lo + s.hi), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
+          acc[r] = std::fma(from_f16(u16_at(p + 32 + 2 * r)), x_sum, acc[r]);
+          break;
+        }
+        case WeightKind::kQ4Kx16: {
+          const uint8_t* block = tile + g / 8 * kQ4KBlock;
+          const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
+          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g);
+          const float scale = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
+          const float offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
+          acc[r] = std::fma(static_cast<float>(s.lo + s.hi), scale * dx, acc[r]);
+          acc[r] = std::fma(offset, x_sum, acc[r]);
+          break;
+        }
+        default: {  // kQ6Kx16
+          const uint8_t* block = tile + g / 8 * kQ6KBlock;
+          const uint8_t* p = block + 32 + g % 8 * kQ6KGroup;
+          const Sums s = digit_dots(a, p + 32, p + 32 + kNibbleBytes, p + 32 + kNibbleBytes + 64, r, m, g);
+          const float d = from_f16(u16_at(block + 2 * r));
+          const float scale_lo = d * static_cast<float>(static_cast<int8_t>(p[r]));
+          const float scale_hi = d * static_cast<float>(static_cast<int8_t>(p[16 + r]));
+          acc[r] = std::fma(static_cast<float>(s.lo - 32 * sum_lo), scale_lo * dx, acc[r]);
+          acc[r] = std::fma(static_cast<float>(s.hi - 32 * sum_hi), scale_hi * dx, acc[r]);
         }
       }
+    }
+  }
+}
+
+void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) {
+  const int64_t bytes = tile_bytes(a.kind, a.K);
+  for (int64_t t = n0 / kTileRows; t < n1 / kTileRows; ++t) {
+    for (int64_t m = 0; m < a.M; ++m) {
+      float acc[kTileRows];
+      row_tile(a, static_cast<const uint8_t*>(a.codes) + t * bytes, m, acc);
       for (int r = 0; r < kTileRows; ++r) store(a, m, t * kTileRows + r, acc[r]);
     }
   }
@@ -93,212 +169,296 @@ void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 #if defined(__x86_64__)
 
-// ---- AVX2: a tile as two halves of 8 rows, maddubs + madd for the integer sums ----
+// ---- the SIMD builds: one kernel per format (rows16.inc) over Ops, L rows a register ----
+// Ops::I holds L int32 lanes, Ops::F L floats; dot(acc, w, x4) adds to each lane the
+// products of its 4 unsigned weight bytes with the 4 activation bytes x4.
+
+// AVX2: 8 rows a register, maddubs + madd for the sums (each maddubs lane at most
+// 2 * 63 * 127, no saturation), 16 registers: one activation row at a time.
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 namespace avx2_16 {
-
-// One digit's 32 products of 8 rows: lane r = row r's sum. Each maddubs lane is at most
-// 2 * 15 * 127 = 3810, and 8 of them 30480: the int16 sums cannot overflow before madd.
-inline __m256i dots8(const __m256i (&lo)[4], const __m256i (&hi)[4], const int8_t* x) {
-  __m256i t = _mm256_setzero_si256();
-  for (int c = 0; c < 4; ++c) {
-    int32_t low, high;
-    std::memcpy(&low, x + 4 * c, 4);
-    std::memcpy(&high, x + 16 + 4 * c, 4);
-    t = _mm256_add_epi16(t, _mm256_maddubs_epi16(lo[c], _mm256_set1_epi32(low)));
-    t = _mm256_add_epi16(t, _mm256_maddubs_epi16(hi[c], _mm256_set1_epi32(high)));
+struct Avx2Ops {
+  using I = __m256i;
+  using F = __m256;
+  static constexpr int kLanes = 8, kRowTile = 1;
+  static I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I bytes(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+  static I band(I a, I b) { return _mm256_and_si256(a, b); }
+  static I bor(I a, I b) { return _mm256_or_si256(a, b); }
+  static I srl16(I a, int n) { return _mm256_srli_epi16(a, n); }
+  static I srl32(I a, int n) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+  static I sll32(I a, int n) { return _mm256_slli_epi32(a, n); }
+  static I zero() { return _mm256_setzero_si256(); }
+  static I set1(int32_t v) { return _mm256_set1_epi32(v); }
+  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
+  static I dot(I acc, I w, int32_t x4) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, _mm256_set1_epi32(x4)), _mm256_set1_epi16(1)));
   }
-  return _mm256_madd_epi16(t, _mm256_set1_epi16(1));
-}
-
-template <int Digits, bool kMin>
-void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  const Format16 f = format16(a.kind);
-  const int64_t G = a.K / kGroup, plane = a.M * a.K;
-  const uint8_t* codes = static_cast<const uint8_t*>(a.codes);
-  const __m256i mask = _mm256_set1_epi8(0x0f);
-  for (int64_t t = n0 / kTileRows; t < n1 / kTileRows; ++t) {
-    const uint8_t* tile = codes + t * G * f.group_bytes;
-    for (int64_t m = 0; m < a.M; ++m) {
-      for (int half = 0; half < 2; ++half) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t g = 0; g < G; ++g) {
-          const uint8_t* p = tile + g * f.group_bytes;
-          __m256i lo[4], hi[4];
-          for (int c = 0; c < 4; ++c) {
-            const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + f.param_bytes + c * 64 + half * 32));
-            lo[c] = _mm256_and_si256(v, mask);
-            hi[c] = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-          }
-          const int8_t* x1 = a.xq + m * a.K + g * kGroup;
-          __m256i s = dots8(lo, hi, x1);
-          if constexpr (Digits == 2) s = _mm256_add_epi32(_mm256_slli_epi32(s, 7), dots8(lo, hi, x1 + plane));
-          if constexpr (!kMin) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * code_sum(a, m, g)));
-          const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + half * 16)));
-          acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(d, _mm256_set1_ps(a.x_scales[m * G + g])), acc);
-          if constexpr (kMin) {
-            const __m256 mins = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32 + half * 16)));
-            acc = _mm256_fmadd_ps(mins, _mm256_set1_ps(a.x_group_sums[m * G + g]), acc);
-          }
-        }
-        alignas(32) float out[8];
-        _mm256_store_ps(out, acc);
-        for (int r = 0; r < 8; ++r) store(a, m, t * kTileRows + half * 8 + r, out[r]);
-      }
-    }
+  static F fzero() { return _mm256_setzero_ps(); }
+  static F fset1(float v) { return _mm256_set1_ps(v); }
+  static F cvt(I a) { return _mm256_cvtepi32_ps(a); }
+  static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F neg(F a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+  static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }
+  static F halves(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F unsigned_bytes(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
-}
+  static F signed_bytes(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static void store(float* out, F v) { _mm256_store_ps(out, v); }
+  static void prefetch(const uint8_t*, int64_t) {}
+};
 
+#include "rows16.inc"
+template <int Digits>
+void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) { simd_tiles<Avx2Ops, Digits>(a, n0, n1); }
 }  // namespace avx2_16
 #pragma GCC pop_options
 
-// ---- AVX-512 VNNI: a whole tile in one register, vpdpbusd for the integer sums ----
+// AVX-512 VNNI: a whole tile a register, vpdpbusd for the sums; 32 registers: a tile's
+// unpacked codes meet 4 activation rows.
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
 namespace vnni16 {
-
-// One digit's 32 products of 16 rows, added to s: lane r = row r. Activation bytes 4c..4c+3
-// go to every lane (set1_epi32), so the weights need no shuffle.
-inline __m512i dots16(__m512i s, const __m512i (&lo)[4], const __m512i (&hi)[4], const int8_t* x) {
-  for (int c = 0; c < 4; ++c) {
-    int32_t low, high;
-    std::memcpy(&low, x + 4 * c, 4);
-    std::memcpy(&high, x + 16 + 4 * c, 4);
-    s = _mm512_dpbusd_epi32(s, lo[c], _mm512_set1_epi32(low));
-    s = _mm512_dpbusd_epi32(s, hi[c], _mm512_set1_epi32(high));
+struct VnniOps {
+  using I = __m512i;
+  using F = __m512;
+  static constexpr int kLanes = 16, kRowTile = 4;
+  static I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static I bytes(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+  static I band(I a, I b) { return _mm512_and_si512(a, b); }
+  static I bor(I a, I b) { return _mm512_or_si512(a, b); }
+  static I srl16(I a, int n) { return _mm512_srli_epi16(a, n); }
+  static I srl32(I a, int n) { return _mm512_srl_epi32(a, _mm_cvtsi32_si128(n)); }
+  static I sll32(I a, int n) { return _mm512_slli_epi32(a, n); }
+  static I zero() { return _mm512_setzero_si512(); }
+  static I set1(int32_t v) { return _mm512_set1_epi32(v); }
+  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
+  static I dot(I acc, I w, int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }
+  static F fzero() { return _mm512_setzero_ps(); }
+  static F fset1(float v) { return _mm512_set1_ps(v); }
+  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F neg(F a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN))); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F halves(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static F unsigned_bytes(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
-  return s;
-}
-
-// Activation rows [m0, m0 + MT) against one tile: the tile's codes are unpacked once per
-// group and meet every row.
-template <int Digits, bool kMin, int MT>
-inline void tile_rows(const MatmulArgs& a, const uint8_t* tile, int64_t t, int64_t m0) {
-  const Format16 f = format16(a.kind);
-  const int64_t G = a.K / kGroup, plane = a.M * a.K;
-  const __m512i mask = _mm512_set1_epi8(0x0f);
-  __m512 acc[MT];
-  for (int m = 0; m < MT; ++m) acc[m] = _mm512_setzero_ps();
-  for (int64_t g = 0; g < G; ++g) {
-    const uint8_t* p = tile + g * f.group_bytes;
-    _mm_prefetch(reinterpret_cast<const char*>(p + 8 * f.group_bytes), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + 8 * f.group_bytes + 128), _MM_HINT_T0);
-    _mm_prefetch(reinterpret_cast<const char*>(p + 8 * f.group_bytes + 256), _MM_HINT_T0);
-    __m512i lo[4], hi[4];
-    for (int c = 0; c < 4; ++c) {
-      const __m512i v = _mm512_loadu_si512(p + f.param_bytes + c * 64);
-      lo[c] = _mm512_and_si512(v, mask);
-      hi[c] = _mm512_and_si512(_mm512_srli_epi16(v, 4), mask);
-    }
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    for (int m = 0; m < MT; ++m) {
-      const int8_t* x1 = a.xq + (m0 + m) * a.K + g * kGroup;
-      __m512i s = dots16(_mm512_setzero_si512(), lo, hi, x1);
-      if constexpr (Digits == 2) s = dots16(_mm512_slli_epi32(s, 7), lo, hi, x1 + plane);
-      if constexpr (!kMin) s = _mm512_sub_epi32(s, _mm512_set1_epi32(8 * code_sum(a, m0 + m, g)));
-      acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(d, _mm512_set1_ps(a.x_scales[(m0 + m) * G + g])),
-                               acc[m]);
-      if constexpr (kMin) {
-        const __m512 mins = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32)));
-        acc[m] = _mm512_fmadd_ps(mins, _mm512_set1_ps(a.x_group_sums[(m0 + m) * G + g]), acc[m]);
-      }
-    }
+  static F signed_bytes(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
-  for (int m = 0; m < MT; ++m) {
-    alignas(64) float out[kTileRows];
-    _mm512_store_ps(out, acc[m]);
-    if (!a.out_bf16 && a.out_stride == 0) {
-      std::memcpy(static_cast<float*>(a.out) + (m0 + m) * a.N + t * kTileRows, out, sizeof out);
-    } else {
-      for (int r = 0; r < kTileRows; ++r) store(a, m0 + m, t * kTileRows + r, out[r]);
-    }
+  static void store(float* out, F v) { _mm512_store_ps(out, v); }
+  static void prefetch(const uint8_t* p, int64_t bytes) {
+    for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
   }
-}
+};
 
-template <int Digits, bool kMin>
-void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) {
-  const Format16 f = format16(a.kind);
-  const uint8_t* codes = static_cast<const uint8_t*>(a.codes);
-  const int64_t tile_bytes = a.K / kGroup * f.group_bytes;
-  for (int64_t t = n0 / kTileRows; t < n1 / kTileRows; ++t) {
-    const uint8_t* tile = codes + t * tile_bytes;
-    int64_t m = 0;
-    for (; m + 4 <= a.M; m += 4) tile_rows<Digits, kMin, 4>(a, tile, t, m);
-    for (; m < a.M; ++m) tile_rows<Digits, kMin, 1>(a, tile, t, m);
-  }
-}
-
+#include "rows16.inc"
+template <int Digits>
+void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) { simd_tiles<VnniOps, Digits>(a, n0, n1); }
 }  // namespace vnni16
 #pragma GCC pop_options
 
 #endif  // __x86_64__
 
+// ---- re-laying GGUF's rows, and their values back ----
+
+// One row's block as 32-weight groups: codes q [256 or 32] (unsigned, as stored: Q4_0's
+// before its - 8, Q6_K's before its - 32) and the group's parameters.
+struct RowBlock {
+  uint8_t q[256];
+  uint8_t params[16][2];  // Q4_K: 8 x (scale, min); Q6_K: 16 x the int8 scale of each 16
+};
+
+void k4_scales_mins(const uint8_t* scales, int j, uint8_t& scale, uint8_t& min) {  // ggml's get_scale_min_k4
+  if (j < 4) {
+    scale = scales[j] & 63;
+    min = scales[j + 4] & 63;
+  } else {
+    scale = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
+    min = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+void read_q4k(const uint8_t* b, RowBlock& out) {  // d | dmin | 12 B scales | 128 B nibbles
+  for (int j = 0; j < 8; ++j) {
+    k4_scales_mins(b + 4, j, out.params[j][0], out.params[j][1]);
+    for (int l = 0; l < 32; ++l) out.q[j * 32 + l] = (b[16 + (j / 2) * 32 + l] >> (4 * (j & 1))) & 0x0f;
+  }
+}
+
+void read_q6k(const uint8_t* b, RowBlock& out) {  // 128 B low nibbles | 64 B high bits | 16 x i8 scales | d
+  for (int j = 0; j < 8; ++j) {
+    const int h = j / 4, quarter = j % 4;
+    for (int l = 0; l < 32; ++l) {
+      const int low = (b[h * 64 + (quarter & 1) * 32 + l] >> (4 * (quarter / 2))) & 0x0f;
+      const int top = (b[128 + h * 32 + l] >> (2 * quarter)) & 3;
+      out.q[j * 32 + l] = static_cast<uint8_t>(low | top << 4);
+    }
+  }
+  for (int i = 0; i < 16; ++i) out.params[i / 2][i % 2] = b[192 + i];
+}
+
+// Group codes q [32] of row r into the tile's chunks (low nibbles only: Q6_K's top bits apart).
+void write_chunks(const uint8_t* q, int r, uint8_t* chunks) {
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 4; ++i)
+      chunks[c * kChunkBytes + r * 4 + i] = static_cast<uint8_t>((q[4 * c + i] & 0x0f) | (q[16 + 4 * c + i] & 0x0f) << 4);
+}
+
+void interleave_row(WeightKind source, const uint8_t* row, int64_t K, int r, uint8_t* tile) {
+  if (source == WeightKind::kQ4_0 || source == WeightKind::kQ4_1) {
+    const bool min = source == WeightKind::kQ4_1;
+    const int64_t block_bytes = min ? 20 : 18, group = min ? kQ4_1Group : kQ4_0Group;
+    for (int64_t g = 0; g < K / kGroup; ++g) {
+      const uint8_t* block = row + g * block_bytes;
+      uint8_t* p = tile + g * group;
+      std::memcpy(p + 2 * r, block, 2);  // d
+      if (min) std::memcpy(p + 32 + 2 * r, block + 2, 2);  // m
+      for (int c = 0; c < 4; ++c) std::memcpy(p + (min ? 64 : 32) + c * kChunkBytes + r * 4, block + block_bytes - 16 + 4 * c, 4);
+    }
+    return;
+  }
+  RowBlock rb;
+  for (int64_t b = 0; b < K / 256; ++b) {
+    if (source == WeightKind::kQ4K) {
+      const uint8_t* block = row + b * 144;
+      uint8_t* out = tile + b * kQ4KBlock;
+      read_q4k(block, rb);
+      std::memcpy(out + 2 * r, block, 2);  // d
+      std::memcpy(out + 32 + 2 * r, block + 2, 2);  // dmin
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* p = out + 64 + j * kQ4KGroup;
+        p[r] = rb.params[j][0];
+        p[16 + r] = rb.params[j][1];
+        write_chunks(rb.q + j * 32, r, p + 32);
+      }
+    } else {  // kQ6K
+      const uint8_t* block = row + b * 210;
+      uint8_t* out = tile + b * kQ6KBlock;
+      read_q6k(block, rb);
+      std::memcpy(out + 2 * r, block + 208, 2);  // d
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* p = out + 32 + j * kQ6KGroup;
+        p[r] = rb.params[j][0];
+        p[16 + r] = rb.params[j][1];
+        const uint8_t* q = rb.q + j * 32;
+        write_chunks(q, r, p + 32);
+        for (int half = 0; half < 2; ++half) {
+          uint8_t* high = p + 32 + kNibbleBytes + half * 64 + r * 4;
+          for (int i = 0; i < 4; ++i) {
+            high[i] = 0;
+            for (int k = 0; k < 4; ++k) high[i] |= static_cast<uint8_t>((q[half * 16 + 4 * k + i] >> 4) << (2 * k));
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void row16_matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1, int level) {
-  const bool min = a.kind == WeightKind::kQ4_1x16;
-  const bool two = a.x_digits == 2;
 #if defined(__x86_64__)
-  if (level >= 2) {
-    if (min) two ? vnni16::tiles<2, true>(a, n0, n1) : vnni16::tiles<1, true>(a, n0, n1);
-    else two ? vnni16::tiles<2, false>(a, n0, n1) : vnni16::tiles<1, false>(a, n0, n1);
-    return;
-  }
-  if (level == 1) {
-    if (min) two ? avx2_16::tiles<2, true>(a, n0, n1) : avx2_16::tiles<1, true>(a, n0, n1);
-    else two ? avx2_16::tiles<2, false>(a, n0, n1) : avx2_16::tiles<1, false>(a, n0, n1);
-    return;
-  }
+  if (level >= 2) return a.x_digits == 2 ? vnni16::tiles<2>(a, n0, n1) : vnni16::tiles<1>(a, n0, n1);
+  if (level == 1) return a.x_digits == 2 ? avx2_16::tiles<2>(a, n0, n1) : avx2_16::tiles<1>(a, n0, n1);
 #else
   (void)level;
-  (void)two;
 #endif
-  if (min) scalar16::tiles<true>(a, n0, n1); else scalar16::tiles<false>(a, n0, n1);
+  scalar16::tiles(a, n0, n1);
 }
 
 void row16_dequantize_rows(const DequantArgs& a, int64_t n0, int64_t n1) {
-  const Format16 f = format16(a.kind);
-  const int64_t G = a.K / kGroup;
-  const uint8_t* codes = static_cast<const uint8_t*>(a.codes);
+  const int64_t bytes = tile_bytes(a.kind, a.K);
   float values[kGroup];
   for (int64_t n = n0; n < n1; ++n) {
-    const int64_t row = a.first_row + n, r = row % kTileRows;
-    const uint8_t* tile = codes + row / kTileRows * G * f.group_bytes;
-    for (int64_t g = 0; g < G; ++g) {
-      const uint8_t* p = tile + g * f.group_bytes;
-      const float d = from_f16(u16_at(p + 2 * r));
-      const float m = f.min ? from_f16(u16_at(p + 32 + 2 * r)) : 0.0f;
-      for (int j = 0; j < 16; ++j) {
-        const uint8_t byte = p[f.param_bytes + (j / 4) * 64 + r * 4 + j % 4];
-        if (f.min) {  // d * q + m, a multiply then an add, as gguf.quants
-          values[j] = d * static_cast<float>(byte & 0x0f) + m;
-          values[j + 16] = d * static_cast<float>(byte >> 4) + m;
-        } else {  // d * (q - 8)
-          values[j] = d * static_cast<float>((byte & 0x0f) - 8);
-          values[j + 16] = d * static_cast<float>((byte >> 4) - 8);
+    const int64_t row = a.first_row + n;
+    const int r = static_cast<int>(row % kTileRows);
+    const uint8_t* tile = static_cast<const uint8_t*>(a.codes) + row / kTileRows * bytes;
+    for (int64_t g = 0; g < a.K / kGroup; ++g) {
+      // the group's codes q [32] and what makes values of them, as gguf.quants computes
+      // them: scale * (q - centre) (Q4_0, Q6_K: a subtraction exact in floats), or
+      // scale * q + offset, a multiply then an add (Q4_1, Q4_K)
+      uint8_t q[32];
+      const uint8_t* chunks;
+      const uint8_t* high = nullptr;
+      float scale[2], offset = 0.0f;
+      int centre = 0;
+      switch (a.kind) {
+        case WeightKind::kQ4_0x16: {
+          const uint8_t* p = tile + g * kQ4_0Group;
+          chunks = p + 32;
+          scale[0] = scale[1] = from_f16(u16_at(p + 2 * r));
+          centre = 8;
+          break;
         }
+        case WeightKind::kQ4_1x16: {
+          const uint8_t* p = tile + g * kQ4_1Group;
+          chunks = p + 64;
+          scale[0] = scale[1] = from_f16(u16_at(p + 2 * r));
+          offset = from_f16(u16_at(p + 32 + 2 * r));
+          break;
+        }
+        case WeightKind::kQ4Kx16: {
+          const uint8_t* block = tile + g / 8 * kQ4KBlock;
+          const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
+          chunks = p + 32;
+          scale[0] = scale[1] = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
+          offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
+          break;
+        }
+        default: {  // kQ6Kx16
+          const uint8_t* block = tile + g / 8 * kQ6KBlock;
+          const uint8_t* p = block + 32 + g % 8 * kQ6KGroup;
+          chunks = p + 32;
+          high = p + 32 + kNibbleBytes;
+          const float d = from_f16(u16_at(block + 2 * r));
+          scale[0] = d * static_cast<float>(static_cast<int8_t>(p[r]));
+          scale[1] = d * static_cast<float>(static_cast<int8_t>(p[16 + r]));
+          centre = 32;
+        }
+      }
+      for (int c = 0; c < 4; ++c) {
+        for (int i = 0; i < 4; ++i) {
+          const uint8_t byte = chunks[c * kChunkBytes + r * 4 + i];
+          q[4 * c + i] = byte & 0x0f;
+          q[16 + 4 * c + i] = byte >> 4;
+          if (high != nullptr) {
+            q[4 * c + i] |= ((high[r * 4 + i] >> (2 * c)) & 3) << 4;
+            q[16 + 4 * c + i] |= ((high[64 + r * 4 + i] >> (2 * c)) & 3) << 4;
+          }
+        }
+      }
+      const bool offsets = a.kind == WeightKind::kQ4_1x16 || a.kind == WeightKind::kQ4Kx16;
+      for (int j = 0; j < kGroup; ++j) {
+        values[j] = offsets ? scale[j / 16] * static_cast<float>(q[j]) + offset
+                            : scale[j / 16] * static_cast<float>(static_cast<int>(q[j]) - centre);
       }
       store_values(a, n * a.K + g * kGroup, values);
     }
   }
 }
 
-void interleave16(WeightKind kind, const uint8_t* blocks, int64_t N, int64_t K, uint8_t* out) {
-  const Format16 f = format16(kind);
-  const int64_t G = K / kGroup, row_bytes = G * f.block_bytes, nibbles = f.block_bytes - 16;
+void interleave16(WeightKind source, const uint8_t* blocks, int64_t N, int64_t K, uint8_t* out) {
+  const WeightKind kind = source == WeightKind::kQ4_0   ? WeightKind::kQ4_0x16
+                          : source == WeightKind::kQ4_1 ? WeightKind::kQ4_1x16
+                          : source == WeightKind::kQ4K  ? WeightKind::kQ4Kx16
+                                                        : WeightKind::kQ6Kx16;
+  const int64_t row_bytes = source == WeightKind::kQ4_0   ? K / kGroup * 18
+                            : source == WeightKind::kQ4_1 ? K / kGroup * 20
+                            : source == WeightKind::kQ4K  ? K / 256 * 144
+                                                          : K / 256 * 210;
+  const int64_t bytes = tile_bytes(kind, K);
 #pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < N / kTileRows; ++t) {
-    for (int64_t g = 0; g < G; ++g) {
-      uint8_t* p = out + (t * G + g) * f.group_bytes;
-      for (int r = 0; r < kTileRows; ++r) {
-        const uint8_t* block = blocks + (t * kTileRows + r) * row_bytes + g * f.block_bytes;
-        std::memcpy(p + 2 * r, block, 2);  // d
-        if (f.min) std::memcpy(p + 32 + 2 * r, block + 2, 2);  // m
-        for (int c = 0; c < 4; ++c) std::memcpy(p + f.param_bytes + c * 64 + r * 4, block + nibbles + 4 * c, 4);
-      }
-    }
-  }
+  for (int64_t t = 0; t < N / kTileRows; ++t)
+    for (int r = 0; r < kTileRows; ++r)
+      interleave_row(source, blocks + (t * kTileRows + r) * row_bytes, K, r, out + t * bytes);
 }
 
 }  // namespace mcp_kernels
