@@ -23,6 +23,8 @@ from test_native_step import generate
 from mcp.compiler.compiler import compile_model
 from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.kernels import INTERLEAVED_KINDS
+from mcp.engine.layers.linear import NativeLinear
 from mcp.engine.lean import LeanModel
 from mcp.engine.precision import NATIVE_KERNELS
 from mcp.engine.runner import ModelRunner, allocate_storage
@@ -33,6 +35,8 @@ llama_cpp = pytest.importorskip("llama_cpp", reason="install llama-cpp-python (m
 LAYERS, BLOCK = 2, 16
 PROMPTS = [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [2, 7, 1, 8], [11]]
 TABLES = [[4, 1], [0, 6], [3, 2]]
+# What each block type runs as with integer dots (re-laid 16 rows at a time; Q8_0 is the int8 kind).
+INTERLEAVED_OF = {source.replace("int8", "q8_0"): kind for kind, source in INTERLEAVED_KINDS.items()}
 FILE_TYPES = {  # name -> (llama.cpp file type, the block types its matrices must hold)
     "Q4_K_M": ("LLAMA_FTYPE_MOSTLY_Q4_K_M", {"q4_k", "q6_k"}),
     "Q5_K_M": ("LLAMA_FTYPE_MOSTLY_Q5_K_M", {"q5_k", "q6_k"}),
@@ -71,9 +75,9 @@ def quantize(source, target, file_type: str) -> None:
     assert llama_cpp.llama_model_quantize(str(source).encode(), str(target).encode(), ctypes.byref(params)) == 0
 
 
-def load(path, precision: str = "auto") -> NativeEngine:
+def load(path, precision: str = "auto", decode_dots: str = "auto") -> NativeEngine:
     with open_model(path) as model_file:
-        return NativeEngine(model_file, EngineOptions(device="cpu", precision=precision))
+        return NativeEngine(model_file, EngineOptions(device="cpu", precision=precision, decode_dots=decode_dots))
 
 
 def runner(engine: NativeEngine, native_step: bool) -> ModelRunner:
@@ -93,7 +97,7 @@ def test_a_quantized_file_runs_every_matrix_natively_with_the_reference_tokens(f
     assert types == block_types
     compile_model(quantized, tmp_path / "auto.mcp")
     compile_model(quantized, tmp_path / "fp32.mcp", precision="fp32")
-    engine, reference = load(tmp_path / "auto.mcp"), load(tmp_path / "fp32.mcp", "fp32")
+    engine, reference = load(tmp_path / "auto.mcp", decode_dots="exact"), load(tmp_path / "fp32.mcp", "fp32")
     decode_kernels = {p.decode for p in engine.plan.by_tensor.values()}
     assert decode_kernels <= set(NATIVE_KERNELS) and engine.plan.decode_step == "native", engine.plan.describe()
     assert not any("dense" in line.split("prefill")[0] for line in engine.plan.describe()[4:])
@@ -109,6 +113,16 @@ def test_a_quantized_file_runs_every_matrix_natively_with_the_reference_tokens(f
     lean = LeanModel(tmp_path / "auto.mcp", num_threads=2)._forward(prompt, 0)
     want = contiguous_decoder(reference).score(prompt)[-1]
     assert np.abs(lean - want.numpy()).max() <= 1e-4 * want.abs().max().item()
+    # The default dots (int8x2 where the kernels have SIMD): the 4-bit, Q6_K and Q8_0 matrices
+    # re-laid 16 rows at a time, the same greedy tokens, logits within the activations' rounding.
+    default = load(tmp_path / "auto.mcp")
+    if default.plan.decode_dots == "int8x2":
+        kinds = {p.matrix.kind for p in default.model.modules() if isinstance(p, NativeLinear)}
+        assert kinds == {INTERLEAVED_OF.get(kind, kind) for kind in block_types}, kinds
+    tokens, logits = generate(runner(default, native_step=True), PROMPTS, TABLES, steps=6)
+    assert tokens == want_tokens
+    for got, want in zip(logits, want_logits):
+        assert (got - want).abs().max() <= 2e-3 * want.abs().max()
 
 
 @pytest.mark.slow

@@ -174,6 +174,7 @@ def test_int8x2_dots_step_decodes_the_exact_steps_tokens(smollm2_auto_mcp, exact
     engine = load(smollm2_auto_mcp, "int8x2")
     assert engine.plan.decode_dots == "int8x2" and engine.precision.endswith("/ int8x2 dots / native step")
     assert engine.model.lm_head.x_digits == 2 and engine.model.layers[0].mlp.down_proj.x_digits == 2
+    assert engine.model.layers[0].mlp.down_proj.matrix.kind == "q4_1x16"  # re-laid 16 rows at a time for the dots
     prompts = [exact_engine.tokenizer.encode(text) for text in TEXTS]
     exact_tokens, exact_logits = generate(runners(exact_engine)[0], prompts, TABLES, 8)
     tokens, logits = generate(runners(engine)[0], prompts, TABLES, 8)

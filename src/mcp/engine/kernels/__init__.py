@@ -12,7 +12,8 @@ of scales to read per token, the same values.
   scales, mins and 4/5/6-bit codes in registers, to exactly ``gguf.quants``' values (Q6_K's
   scale per 16 weights and the K-quants' per-sub-block mins included). They always multiply
   exactly (``x_digits`` is ignored: they have no integer dots).
-- q4_0x16, q4_1x16, q4_kx16, q6_kx16: those blocks re-laid 16 rows at a time (``QuantMatrix.interleaved``,
+- q4_0x16, q4_1x16, q4_kx16, q6_kx16, q8_0x16: those blocks (q8_0x16: the int8 kind with fp16
+  scales) re-laid 16 rows at a time (``QuantMatrix.interleaved``,
   csrc/rows16.cpp): the same bytes and values, in the order integer dots read at the memory
   bound (each 32-bit lane of a register one row). They multiply with integer dots
   (``x_digits`` 1 or 2); exact products (0) are computed, slowly, from their rows' values.
@@ -56,15 +57,15 @@ GROUP_SIZE = 32
 _MADV_PAGEOUT = 21  # Linux 5.4+
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
 KIND_CODES = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8,
-          "q4_0x16": 9, "q4_1x16": 10, "q4_kx16": 11, "q6_kx16": 12}
+          "q4_0x16": 9, "q4_1x16": 10, "q4_kx16": 11, "q6_kx16": 12, "q8_0x16": 13}
 # The GGUF block kinds: kind -> (weights, bytes) per block.
 BLOCK_KINDS = {"q5_0": (32, 22), "q5_1": (32, 24), "q5_k": (256, 176), "q6_k": (256, 210),
                "q4_0": (32, 18), "q4_1": (32, 20), "q4_k": (256, 144)}
 # Block kinds re-laid 16 rows at a time for integer dots: kind -> its source block kind.
-INTERLEAVED_KINDS = {"q4_0x16": "q4_0", "q4_1x16": "q4_1", "q4_kx16": "q4_k", "q6_kx16": "q6_k"}
+INTERLEAVED_KINDS = {"q4_0x16": "q4_0", "q4_1x16": "q4_1", "q4_kx16": "q4_k", "q6_kx16": "q6_k", "q8_0x16": "int8"}
 # (weights, bytes) a row and block where they differ from the source's: Q4_K's 6-bit scales
-# and mins widened to bytes.
-_INTERLEAVED_FORMS = {"q4_kx16": (256, 148)}
+# and mins widened to bytes; Q8_0's codes and fp16 scales (the int8 kind's) in one buffer.
+_INTERLEAVED_FORMS = {"q4_kx16": (256, 148), "q8_0x16": (32, 34)}
 TILE_ROWS = 16  # rows per tile of the interleaved kinds
 _OUT_DTYPES = (torch.float32, torch.bfloat16)
 _QPARAM_DTYPES = (torch.float32, torch.float16)
@@ -212,19 +213,28 @@ class QuantMatrix:
         return out
 
     def interleaved(self) -> QuantMatrix:
-        """This Q4_0, Q4_1, Q4_K or Q6_K matrix re-laid 16 rows at a time (``q4_0x16``, ...): the
-        same values, the same size (Q4_K: 148 bytes a block for 144), in a new buffer, for
-        integer dots at the memory bound."""
-        wanted = {source: kind for kind, source in INTERLEAVED_KINDS.items()}.get(self.kind)
-        if wanted is None or self.codes.shape[0] % TILE_ROWS:
+        """This Q4_0, Q4_1, Q4_K, Q6_K or Q8_0 (int8, fp16 scales) matrix re-laid 16 rows at a
+        time (``q4_0x16``, ...): the same values, the same size (Q4_K: 148 bytes a block for
+        144), in a new buffer, for integer dots at the memory bound."""
+        if not self.interleavable:
             sources = ", ".join(INTERLEAVED_KINDS.values())
-            raise ValueError(f"only {sources} matrices of a multiple of {TILE_ROWS} rows interleave, "
-                             f"got {self.kind} with {self.codes.shape[0]} rows")
+            raise ValueError(f"only {sources} (with fp16 scales) matrices of a multiple of {TILE_ROWS} rows "
+                             f"interleave, got {self.kind} with {self.codes.shape[0]} rows")
+        wanted = {source: kind for kind, source in INTERLEAVED_KINDS.items()}[self.kind]
         n, k = self.shape
         weights, nbytes = _block_form(wanted)
         out = torch.empty(n, k // weights * nbytes, dtype=torch.uint8)
-        _cpu.interleave16(KIND_CODES[self.kind], self.codes.data_ptr(), n, k, out.data_ptr())
+        scales = 0 if self.qparams is None else self.qparams.data_ptr()
+        _cpu.interleave16(KIND_CODES[self.kind], self.codes.data_ptr(), scales, n, k, out.data_ptr())
         return QuantMatrix(wanted, out, None)
+
+    @property
+    def interleavable(self) -> bool:
+        """Whether ``interleaved()`` applies: Q4_0, Q4_1, Q4_K, Q6_K, or int8 with fp16 scales
+        (Q8_0's), in whole tiles of 16 rows."""
+        if self.kind not in INTERLEAVED_KINDS.values() or self.codes.shape[0] % TILE_ROWS:
+            return False
+        return self.kind != "int8" or self.qparams.dtype == torch.float16
 
     def rows(self, index: torch.Tensor) -> torch.Tensor:
         """The fp32 values of the rows ``index`` [...] -> [..., K] (an embedding lookup)."""

@@ -22,6 +22,13 @@ class Embedding(torch.nn.Module):
             self.register_buffer("table", table, persistent=False)  # [vocab, hidden]
             self._device = table.device
 
+    def use(self, matrix: QuantMatrix) -> None:
+        """Look up in ``matrix`` from now on: the same values re-laid (a tied head's matrix
+        interleaved for its integer dots), so that the table is still held once."""
+        self.matrix = matrix
+        self.register_buffer("codes", matrix.codes, persistent=False)
+        self.register_buffer("qparams", matrix.qparams, persistent=False)
+
     @property
     def device(self) -> torch.device:
         return self._device

@@ -19,7 +19,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from mcp.engine.kernels import INTERLEAVED_KINDS, TILE_ROWS, QuantMatrix, join_rows, release_pages
+from mcp.engine.kernels import QuantMatrix, join_rows, release_pages
+from mcp.engine.layers.embedding import Embedding
 from mcp.engine.quant import int4pack, int8
 from mcp.engine.quant.int4pack import ROW_ALIGN
 
@@ -148,15 +149,16 @@ class NativeLinear(PackedLinear):
         return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), x_digits=self.x_digits)
 
     def interleave(self) -> bool:
-        """Re-lay a Q4_0/Q4_1/Q4_K/Q6_K matrix 16 rows at a time when it multiplies with
+        """Re-lay a Q4_0/Q4_1/Q4_K/Q6_K/Q8_0 matrix 16 rows at a time when it multiplies with
         integer dots (``QuantMatrix.interleaved``: the same values, ~3.5x the one-row dots'
         speed on an AVX-512 VNNI core); its source pages are released. False where it does
         not apply."""
         matrix = self.matrix
-        if self.x_digits == 0 or matrix.kind not in INTERLEAVED_SOURCES or matrix.shape[0] % TILE_ROWS:
+        if self.x_digits == 0 or not matrix.interleavable:
             return False
         self.matrix = matrix.interleaved()
         self.register_buffer("codes", self.matrix.codes, persistent=False)
+        self.register_buffer("qparams", None, persistent=False)
         release_pages(matrix.codes)
         return True
 
@@ -167,13 +169,19 @@ class NativeLinear(PackedLinear):
             out.copy_(self.matrix.dequantize_rows(start, stop, torch.empty(stop - start, self.in_features)))
 
 
-INTERLEAVED_SOURCES = frozenset(INTERLEAVED_KINDS.values())  # the kinds NativeLinear.interleave re-lays
-
-
 def interleave_for_integer_dots(model: torch.nn.Module) -> int:
-    """Interleave every native Q4_0/Q4_1/Q4_K/Q6_K matrix that multiplies with integer dots, after the
+    """Interleave every native Q4_0/Q4_1/Q4_K/Q6_K/Q8_0 matrix that multiplies with integer dots, after the
     model's projections were fused (a fused matrix is re-laid once); how many were."""
-    return sum(module.interleave() for module in model.modules() if isinstance(module, NativeLinear))
+    re_laid = {}
+    for module in model.modules():
+        if isinstance(module, NativeLinear):
+            before = module.matrix
+            if module.interleave():
+                re_laid[id(before)] = module.matrix
+    for module in model.modules():  # a tied embedding looks up in its head's matrix
+        if isinstance(module, Embedding) and id(module.matrix) in re_laid:
+            module.use(re_laid[id(module.matrix)])
+    return len(re_laid)
 
 
 class Int4Linear(PackedLinear):

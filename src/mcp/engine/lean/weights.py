@@ -68,7 +68,7 @@ class Matrix:
             picked = np.ascontiguousarray(self.codes[index])
             out = np.empty((len(ids), self.shape[1]), dtype=np.float32)
             native.load().dequantize(KINDS[self.kind], address(picked), 0, 0, len(ids), self.shape[1], address(out),
-                                     0, 1)
+                                     0, 1, 0)
             return out
         scales = self.qparams[index].astype(np.float32)
         if self.kind == INT8_ENCODING:  # [M, K/32, 32] * [M, K/32, 1]

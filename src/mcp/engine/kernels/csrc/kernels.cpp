@@ -646,7 +646,8 @@ MatmulArgs prepare_matmul(const MatmulArgs& input) {
     quantize_rows(args.x, args.M, args.K, args.x_digits, xq.data(), x_scales.data());
     args.xq = xq.data();
     args.x_scales = x_scales.data();
-    if (is_row16_kind(args.kind)) {  // the sums of each 16 codes (128 * q1 + q2 with two digits)
+    {  // the sums of each 16 codes (128 * q1 + q2 with two digits), for the x16 kinds: computed
+       // whatever args.kind, as a stacked matrix's later parts may be of those kinds
       static thread_local std::vector<int32_t> code_sums;
       code_sums.resize(static_cast<size_t>(args.M * args.K / 16));
       const int64_t plane = args.M * args.K;

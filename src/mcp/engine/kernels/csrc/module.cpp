@@ -78,13 +78,13 @@ PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// interleave16(source kind, blocks, N, K, out): GGUF Q4_0/Q4_1/Q4_K/Q6_K rows -> their x16 kind
+// interleave16(source kind, blocks, scales, N, K, out): Q4_0/Q4_1/Q4_K/Q6_K/int8 rows -> their x16 kind
 PyObject* py_interleave16(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  long long v[5];
-  if (!read_ints(args, nargs, 5, v)) return nullptr;
+  long long v[6];
+  if (!read_ints(args, nargs, 6, v)) return nullptr;
   Py_BEGIN_ALLOW_THREADS
-  mcp_kernels::interleave16(static_cast<WeightKind>(v[0]), reinterpret_cast<const uint8_t*>(v[1]), v[2], v[3],
-                            reinterpret_cast<uint8_t*>(v[4]));
+  mcp_kernels::interleave16(static_cast<WeightKind>(v[0]), reinterpret_cast<const uint8_t*>(v[1]),
+                            reinterpret_cast<const uint16_t*>(v[2]), v[3], v[4], reinterpret_cast<uint8_t*>(v[5]));
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }

@@ -19,6 +19,8 @@
 //   kQ4_1x16  group: 16 x fp16 d | 16 x fp16 m | 4 chunks        (320 B = 16 x 20)
 //   kQ4Kx16   block: 16 x fp16 d | 16 x fp16 dmin | 8 groups of
 //             16 x u8 scale | 16 x u8 min | 4 chunks               (2368 B = 16 x 148)
+//   kQ8_0x16  group: 16 x fp16 d | 8 chunks of 16 x 4 int8 codes (bytes 4c..4c+3 of each row's 32)
+//                                                                   (544 B = 16 x 34)
 //   kQ6Kx16   block: 16 x fp16 d | 8 groups of
 //             16 x i8 scale (elements 0..15) | 16 x i8 scale (16..31) | 4 chunks (the low 4
 //             bits) | 16 x u32 high bits of elements 0..15 | 16 x u32 of 16..31
@@ -33,6 +35,7 @@
 //   Q4_1  out = fma(float(s), d dx, out);  out = fma(m, exact sum x, out)
 //   Q4_K  out = fma(float(s), (d scale) dx, out);  out = fma((-dmin) min, exact sum x, out)
 //   Q6_K  out = fma(float(s - 32 sum x), (d scale) dx, out), each half
+//   Q8_0  out = fma(float(s), d dx, out)  (signed codes: VNNI sums (q + 128) . x, less 128 sum x)
 // where sum x is the sum of the activation's codes (x_code_sums) and exact sum x its fp32
 // sum; so each output is the same bits on all three builds (the tests compare them).
 
@@ -55,12 +58,14 @@ constexpr int64_t kChunkBytes = 64, kNibbleBytes = 4 * kChunkBytes;
 constexpr int64_t kQ4_0Group = 32 + kNibbleBytes, kQ4_1Group = 64 + kNibbleBytes;
 constexpr int64_t kQ4KGroup = 32 + kNibbleBytes, kQ4KBlock = 64 + 8 * kQ4KGroup;
 constexpr int64_t kQ6KGroup = 32 + kNibbleBytes + 128, kQ6KBlock = 32 + 8 * kQ6KGroup;
+constexpr int64_t kQ8Group = 32 + 8 * kChunkBytes;
 
 int64_t tile_bytes(WeightKind kind, int64_t K) {
   switch (kind) {
     case WeightKind::kQ4_0x16: return K / kGroup * kQ4_0Group;
     case WeightKind::kQ4_1x16: return K / kGroup * kQ4_1Group;
     case WeightKind::kQ4Kx16: return K / 256 * kQ4KBlock;
+    case WeightKind::kQ8_0x16: return K / kGroup * kQ8Group;
     default: return K / 256 * kQ6KBlock;
   }
 }
@@ -139,6 +144,19 @@ void row_tile(const MatmulArgs& a, const uint8_t* tile, int64_t m, float (&acc)[
           acc[r] = std::fma(offset, x_sum, acc[r]);
           break;
         }
+        case WeightKind::kQ8_0x16: {
+          const uint8_t* p = tile + g * kQ8Group;
+          const int8_t* x1 = a.xq + m * a.K + g * kGroup;
+          int32_t s = 0;
+          for (int digit = 0; digit < a.x_digits; ++digit) {
+            int32_t t = 0;
+            for (int j = 0; j < kGroup; ++j)
+              t += static_cast<int8_t>(p[32 + (j / 4) * kChunkBytes + r * 4 + j % 4]) * x1[digit * a.M * a.K + j];
+            s = digit == 0 ? t : s * 128 + t;
+          }
+          acc[r] = std::fma(static_cast<float>(s), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
+          break;
+        }
         default: {  // kQ6Kx16
           const uint8_t* block = tile + g / 8 * kQ6KBlock;
           const uint8_t* p = block + 32 + g % 8 * kQ6KGroup;
@@ -211,6 +229,14 @@ struct Avx2Ops {
   }
   static void store(float* out, F v) { _mm256_store_ps(out, v); }
   static void prefetch(const uint8_t*, int64_t) {}
+  // signed codes: |q| times x with q's sign (each maddubs lane at most 2 * 128 * 127), the sum exact
+  static constexpr int32_t kSignedBias = 0;
+  static I signed_codes(I q) { return q; }
+  static I sdot(I acc, I q, int32_t x4) {
+    const I x = _mm256_set1_epi32(x4);
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q)),
+                                                   _mm256_set1_epi16(1)));
+  }
 };
 
 #include "rows16.inc"
@@ -254,6 +280,10 @@ struct VnniOps {
     return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
   static void store(float* out, F v) { _mm512_store_ps(out, v); }
+  // signed codes: q + 128 as unsigned bytes (q xor 0x80), so the sums come 128 sum x too large
+  static constexpr int32_t kSignedBias = 128;
+  static I signed_codes(I q) { return _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80))); }
+  static I sdot(I acc, I q, int32_t x4) { return _mm512_dpbusd_epi32(acc, q, _mm512_set1_epi32(x4)); }
   static void prefetch(const uint8_t* p, int64_t bytes) {
     for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
   }
@@ -312,7 +342,15 @@ void write_chunks(const uint8_t* q, int r, uint8_t* chunks) {
       chunks[c * kChunkBytes + r * 4 + i] = static_cast<uint8_t>((q[4 * c + i] & 0x0f) | (q[16 + 4 * c + i] & 0x0f) << 4);
 }
 
-void interleave_row(WeightKind source, const uint8_t* row, int64_t K, int r, uint8_t* tile) {
+void interleave_row(WeightKind source, const uint8_t* row, const uint16_t* scales, int64_t K, int r, uint8_t* tile) {
+  if (source == WeightKind::kInt8) {  // codes [K], fp16 scales [K / 32]
+    for (int64_t g = 0; g < K / kGroup; ++g) {
+      uint8_t* p = tile + g * kQ8Group;
+      std::memcpy(p + 2 * r, scales + g, 2);
+      for (int c = 0; c < 8; ++c) std::memcpy(p + 32 + c * kChunkBytes + r * 4, row + g * kGroup + 4 * c, 4);
+    }
+    return;
+  }
   if (source == WeightKind::kQ4_0 || source == WeightKind::kQ4_1) {
     const bool min = source == WeightKind::kQ4_1;
     const int64_t block_bytes = min ? 20 : 18, group = min ? kQ4_1Group : kQ4_0Group;
@@ -413,6 +451,14 @@ void row16_dequantize_rows(const DequantArgs& a, int64_t n0, int64_t n1) {
           offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
           break;
         }
+        case WeightKind::kQ8_0x16: {  // d * q, q signed
+          const uint8_t* p = tile + g * kQ8Group;
+          const float d = from_f16(u16_at(p + 2 * r));
+          for (int j = 0; j < kGroup; ++j)
+            values[j] = d * static_cast<float>(static_cast<int8_t>(p[32 + (j / 4) * kChunkBytes + r * 4 + j % 4]));
+          store_values(a, n * a.K + g * kGroup, values);
+          continue;
+        }
         default: {  // kQ6Kx16
           const uint8_t* block = tile + g / 8 * kQ6KBlock;
           const uint8_t* p = block + 32 + g % 8 * kQ6KGroup;
@@ -445,20 +491,25 @@ void row16_dequantize_rows(const DequantArgs& a, int64_t n0, int64_t n1) {
   }
 }
 
-void interleave16(WeightKind source, const uint8_t* blocks, int64_t N, int64_t K, uint8_t* out) {
+void interleave16(WeightKind source, const uint8_t* blocks, const uint16_t* scales, int64_t N, int64_t K, uint8_t* out) {
   const WeightKind kind = source == WeightKind::kQ4_0   ? WeightKind::kQ4_0x16
                           : source == WeightKind::kQ4_1 ? WeightKind::kQ4_1x16
                           : source == WeightKind::kQ4K  ? WeightKind::kQ4Kx16
+                          : source == WeightKind::kInt8 ? WeightKind::kQ8_0x16
                                                         : WeightKind::kQ6Kx16;
   const int64_t row_bytes = source == WeightKind::kQ4_0   ? K / kGroup * 18
                             : source == WeightKind::kQ4_1 ? K / kGroup * 20
                             : source == WeightKind::kQ4K  ? K / 256 * 144
+                            : source == WeightKind::kInt8 ? K
                                                           : K / 256 * 210;
   const int64_t bytes = tile_bytes(kind, K);
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < N / kTileRows; ++t)
-    for (int r = 0; r < kTileRows; ++r)
-      interleave_row(source, blocks + (t * kTileRows + r) * row_bytes, K, r, out + t * bytes);
+    for (int r = 0; r < kTileRows; ++r) {
+      const int64_t row = t * kTileRows + r;
+      interleave_row(source, blocks + row * row_bytes, scales == nullptr ? nullptr : scales + row * (K / kGroup), K, r,
+                     out + t * bytes);
+    }
 }
 
 }  // namespace mcp_kernels

@@ -1,0 +1,198 @@
+"""Q4_0, Q4_1, Q4_K and Q6_K re-laid 16 rows at a time (the x16 kinds) and their integer dots.
+
+Re-laying moves GGUF's codes and scales, so the values must still equal ``gguf.quants``' bit
+for bit (random blocks, every kind of half, extreme scales). The integer dots quantize each
+activation block of 32 to one or two int8 digits and sum the codes' products exactly in int32,
+so their result is checked against the fp64 product of the weights' values with the quantized
+activations (only fp32 rounding apart) and against the exact product (within what the
+activations' rounding allows); and the plain C++, AVX2 and AVX-512 builds must give the same
+bits, whatever the number of activation rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from mcp.engine import kernels
+from mcp.engine.kernels import INTERLEAVED_KINDS, QuantMatrix
+
+from test_block_kernels import EXTREME_HALVES, HALVES, assert_same_bits, matrix_of, random_blocks, reference
+from test_kernels import isa  # noqa: F401  (the fixture: every ISA this CPU has)
+
+SOURCES = sorted(kind for kind in INTERLEAVED_KINDS.values() if kind != "int8")  # Q8_0 (int8): below
+
+
+def k_of(kind: str, blocks: int = 2) -> int:
+    return blocks * max(kernels.BLOCK_KINDS[kind][0], 64)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy's, on inf * 0 in the reference
+@pytest.mark.parametrize("kind", SOURCES)
+def test_interleaved_values_equal_gguf_bit_for_bit(kind):
+    k = k_of(kind)
+    blocks = random_blocks(kind, 48, k, seed=11)  # random halves: NaN, subnormal, infinite among them
+    want = reference(kind, blocks, k)
+    matrix = matrix_of(kind, blocks).interleaved()
+    assert matrix.kind == f"{kind}x16" and matrix.shape == (48, k)
+    assert_same_bits(matrix.dequantize().numpy(), want)
+    out = torch.empty(13, k)
+    assert_same_bits(matrix.dequantize_rows(7, 20, out).numpy(), want[7:20])  # across a tile's edge
+    rows = torch.tensor([[47, 0], [16, 31]])
+    assert_same_bits(matrix.rows(rows).numpy(), want[rows.numpy()])
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("kind", SOURCES)
+def test_interleaved_values_equal_gguf_with_extreme_scales(kind):
+    nbytes = kernels.BLOCK_KINDS[kind][1]
+    k = kernels.BLOCK_KINDS[kind][0]
+    count = len(EXTREME_HALVES) ** len(HALVES[kind])
+    rows = -(-count // 16) * 16
+    blocks = random_blocks(kind, rows, k, seed=12).reshape(rows, 1, nbytes)
+    grids = np.meshgrid(*[EXTREME_HALVES] * len(HALVES[kind]), indexing="ij")
+    for offset, values in zip(HALVES[kind], grids):
+        halves = np.resize(values.reshape(-1), rows).astype(np.uint16)
+        blocks[:, 0, offset:offset + 2] = halves.view(np.uint8).reshape(rows, 2)
+    if kind == "q6_k":
+        blocks[:, 0, 192:208] = np.array([127, -128, 1, -1, 0] * 3 + [127], dtype=np.int8).view(np.uint8)
+    blocks = blocks.reshape(rows, -1)
+    assert_same_bits(matrix_of(kind, blocks).interleaved().dequantize().numpy(), reference(kind, blocks, k))
+
+
+def quantized_x(x: torch.Tensor, digits: int) -> torch.Tensor:
+    """The activations as the integer dots see them: d * q1, or d * (128 q1 + q2)."""
+    codes, scales = kernels.quantize_activations(x, digits)
+    q = codes[0].double() * (128 if digits == 2 else 1) + (codes[1].double() if digits == 2 else 0)
+    return (q.unflatten(-1, (-1, 32)) * scales.double()[..., None]).flatten(-2)
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+@pytest.mark.parametrize("digits", [1, 2])
+@pytest.mark.parametrize("m", [1, 4, 6])
+def test_integer_dots_sum_the_quantized_activations_exactly(isa, kind, digits, m):
+    k = k_of(kind, 3)
+    blocks = random_blocks(kind, 64, k, seed=m + digits, scale_bytes=True)
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(m))
+    # Without the mins (Q4_1's m, Q4_K's dmin: they meet x's exact fp32 sums, not its codes)
+    # every product is codes times codes: exact in int32, then fp32 rounding of each group's
+    # scaled sum is all that is left.
+    no_mins = blocks.reshape(64, -1, kernels.BLOCK_KINDS[kind][1]).copy()
+    if kind in ("q4_1", "q4_k"):
+        no_mins[:, :, 2:4] = 0
+    no_mins = no_mins.reshape(64, -1)
+    values = torch.from_numpy(reference(kind, no_mins, k)).double()
+    got = matrix_of(kind, no_mins).interleaved().matmul(x, x_digits=digits)
+    assert got.dtype == torch.float32 and got.shape == (m, 64)
+    magnitude = (quantized_x(x, digits).abs() @ values.abs().T).max()
+    assert (got.double() - quantized_x(x, digits) @ values.T).abs().max() <= 1e-5 * magnitude
+    values = torch.from_numpy(reference(kind, blocks, k)).double()
+    got = matrix_of(kind, blocks).interleaved().matmul(x, x_digits=digits)
+    exact = x.double() @ values.T
+    bound = {1: 1e-2, 2: 1e-4}[digits]  # relative to the largest output, measured ~4e-3 and ~4e-5
+    assert (got.double() - exact).abs().max() <= bound * exact.abs().max()
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+def test_every_build_gives_the_same_bits(kind):
+    k = k_of(kind, 2)
+    matrix = matrix_of(kind, random_blocks(kind, 32, k, seed=21, scale_bytes=True)).interleaved()
+    x = torch.randn(5, k, generator=torch.Generator().manual_seed(3))
+    best, outputs = kernels.isa(), {}
+    try:
+        for name in ("scalar", "avx2", "avx512"):
+            try:
+                kernels.set_isa(name)
+            except ValueError:
+                continue  # this CPU lacks it
+            outputs[name] = [matrix.matmul(x, x_digits=digits) for digits in (1, 2)]
+    finally:
+        kernels.set_isa(best)
+    for name, got in outputs.items():
+        for digits, (a, b) in enumerate(zip(got, outputs["scalar"]), start=1):
+            assert torch.equal(a, b), (name, digits)
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+def test_a_rows_result_does_not_depend_on_the_other_rows(kind):
+    """Each activation row alone gives the bits it gets among others (a sequence's tokens do
+    not depend on what shares its step)."""
+    k = k_of(kind, 2)
+    matrix = matrix_of(kind, random_blocks(kind, 16, k, seed=22, scale_bytes=True)).interleaved()
+    x = torch.randn(7, k, generator=torch.Generator().manual_seed(5))
+    together = matrix.matmul(x, x_digits=2)
+    for row in range(7):
+        assert torch.equal(matrix.matmul(x[row:row + 1], x_digits=2)[0], together[row]), row
+
+
+@pytest.mark.parametrize("kind", SOURCES)
+def test_exact_products_of_an_interleaved_matrix_are_the_blocks(kind):
+    k = k_of(kind, 2)
+    blocks = random_blocks(kind, 32, k, seed=23, scale_bytes=True)
+    x = torch.randn(2, k, generator=torch.Generator().manual_seed(6))
+    values = torch.from_numpy(reference(kind, blocks, k)).double()
+    got = matrix_of(kind, blocks).interleaved().matmul(x)
+    tolerance = 1e-5 * (x.double().abs() @ values.abs().T).max()
+    assert (got.double() - x.double() @ values.T).abs().max() <= tolerance
+
+
+def test_only_the_four_kinds_in_whole_tiles_interleave():
+    with pytest.raises(ValueError, match="of a multiple of 16 rows interleave, got q4_0 with 24 rows"):
+        matrix_of("q4_0", random_blocks("q4_0", 24, 64, seed=1)).interleaved()
+    with pytest.raises(ValueError, match="got q5_k with 16 rows"):
+        matrix_of("q5_k", random_blocks("q5_k", 16, 256, seed=1)).interleaved()
+    with pytest.raises(ValueError, match="its rows come in tiles of 16, got 8 rows"):
+        QuantMatrix("q4_0x16", torch.zeros(8, 18, dtype=torch.uint8), None)
+
+
+def test_interleaved_parts_concatenate_tile_after_tile():
+    a, b = (matrix_of("q6_k", random_blocks("q6_k", rows, 256, seed=rows, scale_bytes=True)) for rows in (16, 32))
+    joined = QuantMatrix.concat([a.interleaved(), b.interleaved()])
+    assert joined.kind == "q6_kx16" and joined.shape == (48, 256)
+    assert_same_bits(joined.dequantize().numpy(), np.concatenate([a.dequantize().numpy(), b.dequantize().numpy()]))
+
+
+def q8_0_matrix(rows: int, k: int, seed: int, scales_dtype=torch.float16) -> QuantMatrix:
+    """The int8 kind as a Q8_0 file gives it: codes -128..127 (the extreme one included), fp16 scales."""
+    g = torch.Generator().manual_seed(seed)
+    codes = torch.randint(-128, 128, (rows, k), dtype=torch.int8, generator=g)
+    codes[0, :4] = torch.tensor([-128, 127, 0, -1], dtype=torch.int8)
+    return QuantMatrix("int8", codes, (torch.rand(rows, k // 32, generator=g) * 0.01).to(scales_dtype))
+
+
+@pytest.mark.parametrize("digits", [1, 2])
+def test_q8_0_interleaved_keeps_its_values_and_sums_exactly(isa, digits):
+    matrix = q8_0_matrix(48, 256, seed=31)
+    laid = matrix.interleaved()
+    assert laid.kind == "q8_0x16" and laid.shape == (48, 256) and laid.qparams is None
+    values = matrix.dequantize()
+    assert torch.equal(laid.dequantize(), values)
+    assert torch.equal(laid.rows(torch.tensor([0, 47, 17])), values[[0, 47, 17]])
+    x = torch.randn(5, 256, generator=torch.Generator().manual_seed(digits))
+    got = laid.matmul(x, x_digits=digits).double()
+    magnitude = (quantized_x(x, digits).abs() @ values.double().abs().T).max()
+    assert (got - quantized_x(x, digits) @ values.double().T).abs().max() <= 1e-5 * magnitude
+
+
+def test_q8_0_interleaved_gives_the_same_bits_on_every_build():
+    laid = q8_0_matrix(32, 128, seed=32).interleaved()
+    x = torch.randn(5, 128, generator=torch.Generator().manual_seed(2))
+    best, outputs = kernels.isa(), {}
+    try:
+        for name in ("scalar", "avx2", "avx512"):
+            try:
+                kernels.set_isa(name)
+            except ValueError:
+                continue
+            outputs[name] = laid.matmul(x, x_digits=2)
+    finally:
+        kernels.set_isa(best)
+    assert all(torch.equal(got, outputs["scalar"]) for got in outputs.values())
+
+
+def test_int8_with_fp32_scales_is_not_interleaved():
+    matrix = q8_0_matrix(16, 64, seed=33, scales_dtype=torch.float32)
+    assert not matrix.interleavable
+    with pytest.raises(ValueError, match=r"\(with fp16 scales\)"):
+        matrix.interleaved()
