@@ -196,3 +196,47 @@ def test_int8_with_fp32_scales_is_not_interleaved():
     assert not matrix.interleavable
     with pytest.raises(ValueError, match=r"\(with fp16 scales\)"):
         matrix.interleaved()
+
+
+def resident_kib() -> int:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS"))
+
+
+def test_released_pages_of_a_model_file_leave_resident_memory(smollm2_auto_mcp):
+    """What NativeLinear.interleave does with the file's copy of a matrix it re-laid: read once,
+    then handed back, so that the process does not hold the weights twice."""
+    from mcp.modelfile.reader import open_model
+
+    with open_model(smollm2_auto_mcp) as model_file:
+        tensor = max((model_file.tensor(spec.name) for spec in model_file.header.tensors), key=lambda t: t.nbytes)
+        assert tensor.nbytes > 8 << 20
+        before = resident_kib()
+        assert int(tensor.view(torch.uint8).sum()) > 0  # every page read
+        touched = resident_kib()
+        assert touched - before > tensor.nbytes // 1024 // 2
+        assert kernels.release_pages(tensor)
+        assert touched - resident_kib() > tensor.nbytes // 1024 // 2
+        assert int(tensor.view(torch.uint8).sum()) > 0  # still readable: the file's pages come back
+
+
+def test_the_default_plan_re_lays_each_fused_matrix_once(smollm2_auto_mcp):
+    """With the default dots (int8x2 on AVX2/AVX-512) every fused q/k/v and gate/up matrix,
+    the o and down projections and the tied Q8_0 head are re-laid, the embedding looks up in
+    the head's re-laid matrix, and their values are the file's."""
+    from mcp.engine.engine import EngineOptions, NativeEngine
+    from mcp.modelfile.reader import open_model
+
+    with open_model(smollm2_auto_mcp) as model_file:
+        engine = NativeEngine(model_file, EngineOptions(device="cpu"))
+        q_values = QuantMatrix("q4_1", model_file.tensor("model.layers.3.self_attn.q_proj.weight"), None).dequantize()
+    if engine.plan.decode_dots != "int8x2":
+        pytest.skip("the plain C++ build keeps exact dots: run on an AVX2 or AVX-512 CPU")
+    model = engine.model
+    for layer in model.layers:
+        for module in (layer.self_attn.qkv_proj.parts[0], layer.self_attn.o_proj, layer.mlp.gate_up_proj.parts[0],
+                       layer.mlp.down_proj):
+            assert module.matrix.kind == "q4_1x16" and module.codes is module.matrix.codes
+    assert model.lm_head.matrix.kind == "q8_0x16" and model.embed_tokens.matrix is model.lm_head.matrix
+    fused = model.layers[3].self_attn.qkv_proj.parts[0].matrix
+    assert torch.equal(fused.dequantize_rows(0, 576, torch.empty(576, 576)), q_values)

@@ -449,13 +449,14 @@ def test_join_rows_copies_anything_else(case):
 
 
 def test_a_loaded_model_fuses_its_projections_without_copies(smollm2_auto_mcp):
-    """q/k/v and gate/up of every layer are one matrix each, and that matrix is a view of the
-    file's mapping: loading the file `mcp2026 pull` compiles copies no weight."""
+    """q/k/v and gate/up of every layer are one matrix each, and with exact dots that matrix is
+    a view of the file's mapping: loading the file `mcp2026 pull` compiles copies no weight.
+    (The default integer dots re-lay them 16 rows at a time: test_interleaved_kernels.py.)"""
     from mcp.engine.engine import EngineOptions, NativeEngine
     from mcp.modelfile.reader import open_model
 
     with open_model(smollm2_auto_mcp) as model_file:
-        model = NativeEngine(model_file, EngineOptions(device="cpu")).model
+        model = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact")).model
         mapping = model_file.tensor("model.norm.weight").untyped_storage().data_ptr()
         q_codes = model_file.tensor("model.layers.3.self_attn.q_proj.weight")
     for layer in model.layers:

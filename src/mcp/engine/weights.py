@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from mcp.engine.kernels import QuantMatrix
+from mcp.engine.kernels import QuantMatrix, release_pages
 from mcp.engine.layers.embedding import Embedding
 from mcp.engine.layers.linear import Int4Linear, Int8Linear, Linear, NativeLinear
 from mcp.engine.precision import BLOCK_KERNELS, DOT_DIGITS, NATIVE_KERNELS, SENSITIVE, TORCH_DTYPES, ResolvedPlan
@@ -111,8 +111,9 @@ class ModelWeights:
                 matrix = QuantMatrix(spec.encoding, stored, None)
             elif spec.encoding == INT8_ENCODING:
                 matrix = QuantMatrix("int8", stored, self._file.tensor(spec.name + QPARAMS_SUFFIX))
-            elif spec.encoding == "q8_0":
+            elif spec.encoding == "q8_0":  # codes and scales apart (a copy): the file's pages go back
                 matrix = QuantMatrix("int8", *int8.codes_from_q8_0(stored, spec.shape))
+                release_pages(stored)
             elif spec.encoding == INT4_ENCODING:
                 codes = int4pack.repack(stored, spec.layout or "rows", "rows")
                 matrix = QuantMatrix("int4", codes.contiguous(), self._file.tensor(spec.name + QPARAMS_SUFFIX))

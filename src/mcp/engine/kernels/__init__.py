@@ -54,7 +54,7 @@ else:
     BUILD_ERROR = None
 
 GROUP_SIZE = 32
-_MADV_PAGEOUT = 21  # Linux 5.4+
+_MADV_HUGEPAGE, _MADV_PAGEOUT = 14, 21  # Linux 2.6.38+, 5.4+
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
 KIND_CODES = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8,
           "q4_0x16": 9, "q4_1x16": 10, "q4_kx16": 11, "q6_kx16": 12, "q8_0x16": 13}
@@ -224,6 +224,7 @@ class QuantMatrix:
         n, k = self.shape
         weights, nbytes = _block_form(wanted)
         out = torch.empty(n, k // weights * nbytes, dtype=torch.uint8)
+        _advise(out, _MADV_HUGEPAGE)  # before the first write: 2 MB pages, ~500x fewer page faults
         scales = 0 if self.qparams is None else self.qparams.data_ptr()
         _cpu.interleave16(KIND_CODES[self.kind], self.codes.data_ptr(), scales, n, k, out.data_ptr())
         return QuantMatrix(wanted, out, None)
@@ -322,19 +323,25 @@ def to_halves(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def release_pages(tensor: torch.Tensor) -> None:
+def release_pages(tensor: torch.Tensor) -> bool:
     """Ask the kernel to reclaim the whole pages under ``tensor`` (MADV_PAGEOUT): a file
     mapping's clean pages leave the process's resident memory and are read again from the
     file if touched; any other memory keeps its contents (paged out, or left as it is where
     the kernel cannot). Used once a matrix was re-laid into a buffer of its own, so that the
-    file's copy, read once to make it, is not counted twice. No effect off Linux."""
+    file's copy, read once to make it, is not counted twice. True where the kernel took the
+    advice; no effect off Linux."""
+    return _advise(tensor, _MADV_PAGEOUT)  # -1 (EINVAL) on kernels older than 5.4: nothing changes
+
+
+def _advise(tensor: torch.Tensor, advice: int, page: int = mmap.PAGESIZE) -> bool:
+    """madvise(advice) over the whole pages under ``tensor``; True where the kernel took it."""
     if _libc is None or tensor.numel() == 0:
-        return
-    page = mmap.PAGESIZE
+        return False
+    if advice == _MADV_HUGEPAGE:
+        page = 2 << 20
     start = -(-tensor.data_ptr() // page) * page
     stop = (tensor.data_ptr() + tensor.nbytes) // page * page
-    if stop > start:
-        _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), _MADV_PAGEOUT)  # EINVAL on old kernels: no effect
+    return stop > start and _libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(stop - start), advice) == 0
 
 
 def join_rows(tensors: list[torch.Tensor]) -> torch.Tensor:
