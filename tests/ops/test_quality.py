@@ -38,6 +38,10 @@ def test_agreement_of_identical_logits_is_perfect():
         ("source", "bf16", None, True, "auto", 0.94, 0.01),  # measured on all TEXTS: 97.4%, 0.0015 (RESULTS.md)
         # exact int4 and Q8_0 weights, fp32 sums: all but equal to the fp32 reference
         ("auto", "auto", "decode", True, "exact", 0.995, 0.0005),
+        # the default on AVX2/AVX-512: activations as two int8 digits (15 bits) over the re-laid
+        # matrices; the floor an activation-quantized default must keep (issue 30): 99.5%, 5e-4;
+        # measured on all TEXTS 99.91%, KL < 1e-5 (RESULTS.md)
+        ("auto", "auto", "decode", True, "int8x2", 0.995, 0.0005),
         # activations quantized to int8 blocks (the layers; the head exact): measured on all
         # TEXTS 91.8%, KL 0.0192 (RESULTS.md, AVX2); the floor leaves room for the 4-text subset
         ("auto", "auto", "decode", True, "int8", 0.88, 0.03),
@@ -46,7 +50,7 @@ def test_agreement_of_identical_logits_is_perfect():
         # per-row int8 requantizes: 93.8% / 0.0061 where activations are bf16 (AVX512-BF16 CPUs)
         ("source", "int8", "decode", False, "auto", 0.92, 0.01),
     ],
-    ids=["bf16", "native-decode-exact", "native-decode-int8-dots", "auto-prefill", "int4pack-decode", "int8-decode"],
+    ids=["bf16", "native-decode-exact", "native-decode-int8x2-dots", "native-decode-int8-dots", "auto-prefill", "int4pack-decode", "int8-decode"],
 )
 def test_precision_stays_close_to_fp32(reference, smollm2_mcp, smollm2_auto_mcp, compiled, precision,
                                        phase, native, dots, min_top1, max_kl):
