@@ -1,23 +1,23 @@
 """The serving side of the governance plane, for HTTP and gRPC alike: prompts in, guarded answers out.
 
-``start`` takes a request of either API from admission to its running choices; ``admit``
+``start`` takes a ``ServingRequest`` of either API from admission to its running choices; ``admit``
 runs the input policy before anything is scheduled (a deny is a ``PolicyDenied``:
 HTTP 403 in OpenAI's error format, gRPC PERMISSION_DENIED, raised by the plane after the
 refusal is recorded); ``guard_whole`` runs the output policy on a finished choice (a stream
 feeds ``Inference.output_guard()`` itself); ``outcome`` says how the request ended, for the
-audit record and the span. No HTTP here: callers pass the route and the trace headers.
+audit record and the span. No HTTP here: the request carries its route and trace context.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mcp.base.result import InferResult
-from mcp.serving.generation import Generation, Prompt
+from mcp.serving.generation import Generation
 from mcp.serving.host import ModelHost, ModelVersion
-from mcp.serving.tenants import Caller
+from mcp.serving.request import ServingRequest
 
 if TYPE_CHECKING:
     from mcp.governance.guard import OutputGuard
@@ -26,45 +26,36 @@ if TYPE_CHECKING:
 CONTENT_FILTER = "content_filter"
 
 
-TRACE_HEADERS = ("traceparent", "tracestate")
-
-
-async def admit(plane: GovernancePlane, route: str, headers: Mapping[str, str], caller: Caller, request_id: str,
-                model: str | None, prompts: list[Prompt], max_tokens: int, user: str | None, chat: bool,
-                attributes: dict) -> tuple[Inference, list[Prompt]]:
-    """The admitted inference and the prompts to run (redacted where a rule said so). ``headers``
-    are the HTTP headers or the gRPC metadata: the W3C trace context is taken from them."""
+async def admit(plane: GovernancePlane, request: ServingRequest) -> tuple[Inference, ServingRequest]:
+    """The admitted inference and the request to run: its prompts redacted where a rule said so,
+    its model the one a reroute names."""
     from mcp.governance.plane import InferenceRequest
 
-    texts = tuple(_texts(prompts))
-    carrier = {k.lower(): v for k, v in headers.items() if k.lower() in TRACE_HEADERS}
+    texts = request.texts()
     inference = await plane.admit(InferenceRequest(
-        request_id=request_id, route=route,
-        operation="chat" if chat else "text_completion", tenant=caller.tenant.name, model=model,
-        prompt_texts=texts, max_tokens=max_tokens, user=user, carrier=carrier, attributes=attributes))
+        request_id=request.request_id, route=request.route, operation=request.operation, tenant=request.tenant,
+        model=request.model, prompt_texts=texts, max_tokens=request.max_tokens, user=request.user,
+        carrier=dict(request.trace_context), attributes=dict(request.attributes)))
     redacted = inference.prompt_texts
-    return inference, (prompts if redacted == texts else _with_texts(prompts, redacted))
+    admitted = request if redacted == texts else request.with_texts(redacted)
+    return inference, replace(admitted, model=inference.model or request.model)
 
 
-async def start(host: ModelHost, plane: GovernancePlane | None, route: str, headers: Mapping[str, str],
-                caller: Caller, request_id: str, model: str | None, prompts: list[Prompt], options: dict, n: int,
-                user: str | None, chat: bool, attributes: dict,
+async def start(host: ModelHost, plane: GovernancePlane | None, request: ServingRequest,
                 ) -> tuple[ModelVersion, Generation, Inference | None]:
     """A request of either API from admission to its running choices: the input policy (with a
     plane; it may redact the prompts or reroute the model), the version resolved and held,
     every choice submitted. Whatever fails after admission is recorded, the version released."""
     inference = None
     if plane is not None:
-        inference, prompts = await admit(plane, route, headers, caller, request_id, model, prompts,
-                                         options["max_tokens"], user, chat, attributes)
-        model = inference.model or model
+        inference, request = await admit(plane, request)
     try:
-        version = host.resolve_and_hold(model)
+        version = host.resolve_and_hold(request.model)
     except BaseException as exc:
         await record_failure(inference, exc)
         raise
     try:
-        generation = await Generation.start(version, prompts, options, n)
+        generation = await Generation.start(version, request)
     except BaseException as exc:
         host.release(version)
         await record_failure(inference, exc)
@@ -114,21 +105,3 @@ def outcome(results: Sequence[InferResult], guards: Sequence[OutputGuard], statu
         finish_reasons=tuple(r.finish_reason for r in results),
         ttft_s=first.timings.ttft_s if first else None, total_s=first.timings.total_s if first else None,
         queue_s=first.timings.queue_s if first else None)
-
-
-def _texts(prompts: list[Prompt]) -> list[str]:
-    texts: list[str] = []
-    for prompt in prompts:
-        texts += [m["content"] for m in prompt.messages] if prompt.messages is not None else [prompt.text or ""]
-    return texts
-
-
-def _with_texts(prompts: list[Prompt], texts: tuple[str, ...]) -> list[Prompt]:
-    remaining = iter(texts)
-    rebuilt = []
-    for prompt in prompts:
-        if prompt.messages is not None:
-            rebuilt.append(Prompt(messages=[{**m, "content": next(remaining)} for m in prompt.messages]))
-        else:
-            rebuilt.append(Prompt(text=next(remaining)))
-    return rebuilt
