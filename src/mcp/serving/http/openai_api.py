@@ -1,7 +1,7 @@
 """``/v1/chat/completions``, ``/v1/completions``, ``/v1/models``: OpenAI's API on the host's models.
 
 A request's path: authenticate (``Authorization: Bearer``) -> check the server's limits and
-build the one typed request (``serving/request.py``) -> tenant rate limit -> governance input
+build the one typed request (``convert.py``: a ``ServingRequest``) -> tenant rate limit -> governance input
 check, when configured (detectors and policy: a deny is a 403, a reroute names another model)
 -> hold the model version (``model``: name, name:version, or empty for the default) -> submit
 every choice (admission control may refuse: 429) -> answer, or stream server-sent events. The
@@ -17,22 +17,20 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 
-from mcp.base.errors import InvalidRequestError, MCPError
-from mcp.engine.scheduler.slo import SLOClass
-from mcp.serving.errors import FieldError, describe
+from mcp.base.errors import MCPError
+from mcp.serving.errors import describe
 from mcp.serving.generation import ChoiceEvent, Generation
-from mcp.serving.http import render
+from mcp.serving.http import convert, render
 from mcp.serving.http import schemas as s
 from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.reply import Reply
-from mcp.serving.request import Prompt, Sampling, ServingRequest, trace_context
+from mcp.serving.request import ServingRequest
 from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
 
@@ -62,12 +60,8 @@ async def list_models(state: ServerState = Depends(state_of), caller: Caller = D
 async def chat_completions(body: s.ChatCompletionRequest, request: Request,
                            x_sla_class: str | None = SLA_CLASS, state: ServerState = Depends(state_of),
                            caller: Caller = Depends(caller_of)):
-    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
-                for m in body.messages]
-    _check_prompt_size(sum(len(m["content"]) for m in messages), state, "messages")
-    logprobs = (body.top_logprobs or 0) if body.logprobs else None
-    sampling = _sampling(body, body.max_completion_tokens or body.max_tokens, logprobs, state)
-    served = _request_of(request, body, [Prompt(messages=messages)], sampling, x_sla_class, state, caller)
+    served = convert.request_of(body, f"{request.method} {request.url.path}", request.headers, x_sla_class,
+                                state.config, caller.tenant.name)
     return await _serve(request, state, caller, body, served)
 
 
@@ -75,72 +69,9 @@ async def chat_completions(body: s.ChatCompletionRequest, request: Request,
              responses={**ERRORS, 200: {"content": STREAM}})
 async def completions(body: s.CompletionRequest, request: Request, x_sla_class: str | None = SLA_CLASS,
                       state: ServerState = Depends(state_of), caller: Caller = Depends(caller_of)):
-    if body.echo:
-        raise FieldError("echo is not supported; leave it out or false", "echo")
-    texts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
-    if not texts:
-        raise FieldError("prompt is an empty list; give at least one prompt", "prompt")
-    _check_prompt_size(sum(len(t) for t in texts), state, "prompt")
-    sampling = _sampling(body, body.max_tokens, body.logprobs, state)
-    served = _request_of(request, body, [Prompt(text=t) for t in texts], sampling, x_sla_class, state, caller)
-    _check_num_choices(len(texts), body.n, state)
+    served = convert.request_of(body, f"{request.method} {request.url.path}", request.headers, x_sla_class,
+                                state.config, caller.tenant.name)
     return await _serve(request, state, caller, body, served)
-
-
-# -- checking a request -----------------------------------------------------------------------
-def _text(content: str | list[s.TextPart]) -> str:
-    return content if isinstance(content, str) else "".join(part.text for part in content)
-
-
-def _check_prompt_size(num_chars: int, state: ServerState, param: str) -> None:
-    limit = state.config.serving.limits.max_prompt_chars
-    if num_chars > limit:
-        raise FieldError(f"{param} has {num_chars} characters; this server takes at most {limit} "
-                         "(serving.limits.max_prompt_chars)", param)
-
-
-def _check_num_choices(num_prompts: int, n: int, state: ServerState) -> None:
-    """One request starts n sequences per prompt: 5,000 prompts must not take the whole engine."""
-    limit = state.config.serving.limits.max_choices
-    if num_prompts * n > limit:
-        raise FieldError(f"prompt has {num_prompts} prompts and n is {n}: {num_prompts * n} choices; this server "
-                         f"takes at most {limit} per request (serving.limits.max_choices); send fewer", "prompt")
-
-
-def _sampling(body: s.ChatCompletionRequest | s.CompletionRequest, max_tokens: int | None, logprobs: int | None,
-              state: ServerState) -> Sampling:
-    """The body's sampling fields (bounded by the schema), ``max_tokens`` within the server's limit."""
-    limits = state.config.serving.limits
-    if max_tokens is not None and max_tokens > limits.max_tokens:
-        raise FieldError(f"max_tokens is {max_tokens}; this server allows at most {limits.max_tokens}", "max_tokens")
-    if max_tokens is None:  # the config's default, within the server's limit
-        max_tokens = min(state.config.generation.max_tokens, limits.max_tokens)
-    stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop) if body.stop is not None else None
-    return Sampling(max_tokens=max_tokens, temperature=body.temperature, top_p=body.top_p, top_k=body.top_k,
-                    min_p=body.min_p, repetition_penalty=body.repetition_penalty,
-                    presence_penalty=body.presence_penalty, frequency_penalty=body.frequency_penalty,
-                    seed=body.seed, stop=stop, ignore_eos=body.ignore_eos, logprobs=logprobs)
-
-
-def _request_of(request: Request, body: s.ChatCompletionRequest | s.CompletionRequest, prompts: list[Prompt],
-                sampling: Sampling, sla_class: str | None, state: ServerState, caller: Caller) -> ServingRequest:
-    """The one typed request serving runs, with the caller's tenant, class and deadline."""
-    if body.n > state.config.serving.limits.max_n:
-        raise FieldError(f"n is {body.n}; this server allows at most {state.config.serving.limits.max_n}", "n")
-    slo_class = None
-    if sla_class is not None:
-        try:
-            slo_class = SLOClass.parse(sla_class)
-        except InvalidRequestError as error:
-            raise FieldError(f"header x-sla-class: {error}", "x-sla-class") from None
-    chat = isinstance(body, s.ChatCompletionRequest)
-    return ServingRequest(
-        request_id=f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}", route=f"{request.method} {request.url.path}",
-        chat=chat, prompts=tuple(prompts), sampling=sampling, tenant=caller.tenant.name, slo_class=slo_class,
-        timeout_s=state.config.serving.request_timeout_s, n=body.n, user=body.user, model=body.model or None,
-        trace_context=trace_context(request.headers),
-        attributes={"gen_ai.request.temperature": body.temperature, "gen_ai.request.top_p": body.top_p,
-                    "gen_ai.request.top_k": body.top_k, "gen_ai.request.seed": body.seed})
 
 
 # -- running it -------------------------------------------------------------------------------
