@@ -1,34 +1,40 @@
-"""``Reply``: the lifecycle of one ``ServingRequest``'s answer, the same for HTTP and gRPC.
+"""``Reply``: the life of one ``ServingRequest``, the same for HTTP and gRPC, from admission to its one end.
 
-``Reply.start`` takes a request through admission (``governed.start``: input policy, version
-held, every choice submitted). The transport then reads the answer whole (``whole``) or as
-events (``events``); either way each choice passes the output policy, and the transport calls
-``settle`` to commit the audit record before its last byte goes out (``settle_failed`` when an
-engine error ends it). ``finish`` runs exactly once however the request ends (answered, failed,
-cancelled, the client gone): it records the request if nothing did, stops what still runs,
-releases the version and counts the tokens against the tenant. Rendering (OpenAI JSON and
-server-sent events, ``mcp.v1`` messages) stays in each transport's adapter.
+``Reply.start`` admits the request: the governance plane's input policy, when configured (a
+deny is a ``PolicyDenied``: HTTP 403 in OpenAI's error format, gRPC PERMISSION_DENIED, raised
+by the plane after the refusal is recorded; a rule may redact the prompts or reroute the
+model), then the model version resolved and held and every choice submitted (admission
+control may refuse). The transport then reads the answer whole (``whole``) or as events
+(``events``); either way each choice passes the output policy (streamed text on a sliding
+window), and the transport calls ``settle`` to commit the audit record before its last byte
+goes out (``settle_failed`` when an engine error ends it). ``finish`` runs exactly once
+however the request ends (answered, failed, cancelled, the client gone): it records the
+request if nothing did, stops what still runs, releases the version and counts the tokens
+against the tenant. Rendering (OpenAI JSON and server-sent events, ``mcp.v1`` messages) stays
+in each transport's adapter; nothing here knows HTTP or gRPC.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mcp.base.errors import MCPError
 from mcp.base.result import InferResult
 from mcp.engine.sequence import StepOutput
-from mcp.serving import governed
 from mcp.serving.errors import describe
 from mcp.serving.generation import ChoiceEvent, Generation
-from mcp.serving.host import ModelVersion
+from mcp.serving.host import ModelHost, ModelVersion
 from mcp.serving.request import ServingRequest
 from mcp.serving.tenants import Tenant
 
 if TYPE_CHECKING:
-    from mcp.governance.plane import Inference, InferenceOutcome
+    from mcp.governance.guard import OutputGuard
+    from mcp.governance.plane import GovernancePlane, Inference, InferenceOutcome
     from mcp.serving.state import ServerState
+
+CONTENT_FILTER = "content_filter"
 
 
 class Reply:
@@ -49,7 +55,10 @@ class Reply:
     @classmethod
     async def start(cls, state: ServerState, tenant: Tenant, request: ServingRequest) -> Reply:
         """Admit the request, hold its version and submit every choice (refusals raise here)."""
-        version, generation, inference = await governed.start(state.host, state.governance, request)
+        inference = None
+        if state.governance is not None:
+            inference, request = await admit(state.governance, request)
+        version, generation = await _run(state.host, request, inference)
         return cls(state, tenant, request, version, generation, inference)
 
     @property
@@ -71,7 +80,7 @@ class Reply:
             raise
         results = [self.results[i] for i in range(self.num_choices)]
         if self.guards:
-            results = [governed.guard_whole(guard, r) for guard, r in zip(self.guards, results, strict=True)]
+            results = [_guard_whole(guard, r) for guard, r in zip(self.guards, results, strict=True)]
             self.results = dict(enumerate(results))
         await self.settle()
         return results, steps
@@ -88,12 +97,12 @@ class Reply:
     async def settle(self) -> None:
         """Commit the audit record of the answer so far (call it before the last byte goes out)."""
         if self.inference is not None and self.results:
-            await self.inference.finish(self._outcome())
+            await self.inference.finish(self._recorded())
 
     async def settle_failed(self, error: MCPError) -> None:
         """A request that failed after it started (its worker died): the record says why."""
         if self.inference is not None:
-            await self.inference.finish(self._outcome(f"error:{describe(error).code or 'engine'}"))
+            await self.inference.finish(self._recorded(f"error:{describe(error).code or 'engine'}"))
 
     def finish(self) -> None:
         """Once, at the end however it came: record it if nothing did, stop what still runs, release
@@ -102,7 +111,7 @@ class Reply:
             return
         self.finished = True
         if self.inference is not None:  # ended before its record (the client left, the task was cancelled)
-            self.inference.finish_soon(self._outcome("cancelled"))  # a no-op once recorded
+            self.inference.finish_soon(self._recorded("cancelled"))  # a no-op once recorded
         self.generation.cancel()
         self.state.host.release(self.version)
         used = sum(r.usage.total_tokens for r in self.results.values())
@@ -112,11 +121,87 @@ class Reply:
         if not self.guards:
             return event
         guard = self.guards[event.index]
-        text, result = governed.guard_event_text(guard, event.text, event.result)
+        text, result = _guard_event_text(guard, event.text, event.result)
         if guard.stopped and event.result is None:
             self.generation.streams[event.index].cancel()
         return replace(event, text=text, result=result)
 
-    def _outcome(self, status: str | None = None) -> InferenceOutcome:
+    def _recorded(self, status: str | None = None) -> InferenceOutcome:
         results = [self.results[i] for i in sorted(self.results)]
-        return governed.outcome(results, self.guards, status, self.version.key)
+        return _outcome(results, self.guards, status, self.version.key)
+
+
+# -- admission, the output policy and the audit record -----------------------------------------
+async def admit(plane: GovernancePlane, request: ServingRequest) -> tuple[Inference, ServingRequest]:
+    """The admitted inference and the request to run: its prompts redacted where a rule said so,
+    its model the one a reroute names."""
+    from mcp.governance.plane import InferenceRequest
+
+    texts = request.texts()
+    inference = await plane.admit(InferenceRequest(
+        request_id=request.request_id, route=request.route, operation=request.operation, tenant=request.tenant,
+        model=request.model, prompt_texts=texts, max_tokens=request.max_tokens, user=request.user,
+        carrier=dict(request.trace_context), attributes=dict(request.attributes)))
+    redacted = inference.prompt_texts
+    admitted = request if redacted == texts else request.with_texts(redacted)
+    return inference, replace(admitted, model=inference.model or request.model)
+
+
+async def _run(host: ModelHost, request: ServingRequest, inference: Inference | None,
+               ) -> tuple[ModelVersion, Generation]:
+    """The admitted request's version resolved and held, every choice submitted. Whatever fails
+    here is recorded, the version released."""
+    try:
+        version = host.resolve_and_hold(request.model)
+    except BaseException as exc:
+        await _record_failure(inference, exc)
+        raise
+    try:
+        generation = await Generation.start(version, request)
+    except BaseException as exc:
+        host.release(version)
+        await _record_failure(inference, exc)
+        raise
+    return version, generation
+
+
+async def _record_failure(inference: Inference | None, exc: BaseException) -> None:
+    """A request that was admitted but never ran (no model, refused by admission control): its
+    record says why."""
+    if inference is not None:
+        await inference.finish(_outcome([], [], status=f"error:{describe(exc).code or type(exc).__name__}"))
+
+
+def _guard_event_text(guard: OutputGuard, text: str, result: InferResult | None) -> tuple[str, InferResult | None]:
+    """One streamed step through the guard: the text to send now, and the choice's result at its
+    end (its text what was sent, ``content_filter`` if a rule stopped it)."""
+    sent = guard.feed(text)
+    if result is None:
+        return sent, None
+    sent += guard.flush()
+    reason = CONTENT_FILTER if guard.stopped else result.finish_reason
+    return sent, replace(result, text=guard.text, finish_reason=reason)
+
+
+def _guard_whole(guard: OutputGuard, result: InferResult) -> InferResult:
+    """A finished choice, checked: its text as the client may see it."""
+    text = guard.feed(result.text) + guard.flush()
+    return replace(result, text=text, finish_reason=CONTENT_FILTER if guard.stopped else result.finish_reason)
+
+
+def _outcome(results: Sequence[InferResult], guards: Sequence[OutputGuard], status: str | None = None,
+             model_key: str | None = None) -> InferenceOutcome:
+    from mcp.governance.plane import InferenceOutcome
+
+    first = results[0] if results else None
+    if status is None:
+        stopped, cancelled = any(g.stopped for g in guards), any(r.finish_reason == "cancelled" for r in results)
+        status = "stopped" if stopped else "cancelled" if cancelled else "ok"
+    return InferenceOutcome(
+        status=status, model_key=model_key,
+        outputs=tuple(g.text for g in guards) if guards else tuple(r.text for r in results),
+        prompt_tokens=sum(r.usage.prompt_tokens for r in results),
+        completion_tokens=sum(r.usage.completion_tokens for r in results),
+        finish_reasons=tuple(r.finish_reason for r in results),
+        ttft_s=first.timings.ttft_s if first else None, total_s=first.timings.total_s if first else None,
+        queue_s=first.timings.queue_s if first else None)

@@ -1,9 +1,9 @@
 """``ServingRequest``: the one typed request both transports build and everything after them takes.
 
 The HTTP adapter (``http/openai_api.py``) and the gRPC adapter (``grpc/convert.py``) each turn
-their wire message into a ``ServingRequest``, checked on construction: admission and governance
-(``governed.py``), generation (``generation.py``) and the lifecycle of its answer (``reply.py``)
-read its typed fields, never a dict of options. ``Sampling`` holds the sampling fields a client
+their wire message into a ``ServingRequest``, checked on construction: its lifecycle
+(``reply.py``: admission, the governance plane, the audit record) and its generation
+(``generation.py``) read its typed fields, never a dict of options. ``Sampling`` holds the sampling fields a client
 may set, one for one with the engine's ``SamplingParams`` (and checked by its bounds); a field
 left ``None`` takes the model's default when the request runs (``Sampling.resolve``).
 Features of the request that both transports will carry (tools, a response format) belong here,

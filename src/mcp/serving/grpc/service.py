@@ -6,7 +6,7 @@ metadata -> the request's checks (convert.py builds the ``ServingRequest``) -> t
 per token. A call the client cancels (or whose deadline passes) cancels its sequence: the
 handler's task is cancelled and ``Reply.finish`` (``serving/reply.py``, the lifecycle HTTP drives
 too) stops the generation and releases the version.
-With ``serving.governance`` the call goes through the same plane as HTTP (``serving/governed.py``):
+With ``serving.governance`` the call goes through the same plane as HTTP (``serving/reply.py``):
 the input policy before the model is held (a deny is PERMISSION_DENIED with the rule's reason),
 the output policy on the answer or on each streamed step, and the audit record committed
 before the answer (or the stream's last message) is sent.
