@@ -13,6 +13,9 @@ Every call also takes the scheduling options ``slo_class`` ("critical", "high", 
 (default) or "low"), ``tenant`` (default "default") and ``timeout`` (seconds; the request
 then ends with finish_reason "deadline").
 
+``start_stream`` is the typed form of ``stream(raw=True)``/``chat_stream`` for a caller that
+holds checked ``SamplingParams`` and ``RequestOptions`` (serving's one request path).
+
 Every call goes through the model's ``EngineLoop`` (engine/loop.py): requests from all
 threads are batched together step by step (continuous batching). Each result is what the
 request would get alone (greedy: the same tokens; seeded: the same draw), exactly with fp32
