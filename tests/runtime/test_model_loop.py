@@ -8,8 +8,9 @@ import threading
 
 import pytest
 
-from mcp.config.runtime import RuntimeConfig
+from mcp.config.runtime import GenerationDefaults, RuntimeConfig
 from mcp.engine.contiguous import contiguous_decoder
+from mcp.engine.handle import RequestOptions
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
@@ -87,6 +88,18 @@ def test_scheduling_options_are_checked_before_anything_is_queued(model):
     assert model.loop.stats().num_finished == finished  # nothing ran
     ok = model.chat_batch([[{"role": "user", "content": "Hi"}]], slo_class="critical", tenant="acme", **GREEDY)
     assert ok[0].finish_reason in ("stop", "length")
+
+
+def test_start_stream_is_stream_and_chat_stream_with_typed_parameters(model):
+    params, options = SamplingParams(temperature=0.0, max_tokens=8), RequestOptions(SLOClass.HIGH, "acme")
+    messages = [{"role": "user", "content": "Hi"}]
+    chat, text = model.start_stream(messages, params, options), model.start_stream("Hi", params, options)
+    assert list(chat) and list(text)
+    assert chat.result.token_ids == model.chat(messages, temperature=0.0, max_tokens=8).token_ids
+    assert text.result.token_ids == model.infer("Hi", raw=True, temperature=0.0, max_tokens=8).token_ids
+    assert model.defaults == GenerationDefaults()  # the Session's (this config leaves them as they are)
+    with pytest.raises(InvalidRequestError, match="messages must be a list"):
+        model.start_stream(b"Hi", params, options)
 
 
 def test_timeout_ends_the_request_with_finish_reason_deadline(model):

@@ -13,6 +13,9 @@ Every call also takes the scheduling options ``slo_class`` ("critical", "high", 
 (default) or "low"), ``tenant`` (default "default") and ``timeout`` (seconds; the request
 then ends with finish_reason "deadline").
 
+``start_stream`` is the typed form of ``stream(raw=True)``/``chat_stream`` for a caller that
+holds checked ``SamplingParams`` and ``RequestOptions`` (serving's one request path).
+
 Every call goes through the model's ``EngineLoop`` (engine/loop.py): requests from all
 threads are batched together step by step (continuous batching). Each result is what the
 request would get alone (greedy: the same tokens; seeded: the same draw), exactly with fp32
@@ -88,6 +91,11 @@ class Model:
         return self._engine.max_context
 
     @property
+    def defaults(self) -> GenerationDefaults:
+        """The Session's generation defaults: what an option left out of a call takes."""
+        return self._defaults
+
+    @property
     def engine(self) -> EngineView:
         return self._engine
 
@@ -126,6 +134,19 @@ class Model:
     def chat_stream(self, messages: Sequence[Mapping[str, Any]], **options: Any) -> TextStream:
         params, request = self._chat_request(options)
         handle = self._submit(self._chat_ids(messages), params, request)
+        return TextStream(handle, lambda done: self._result(done, params))
+
+    def start_stream(self, prompt: str | Sequence[Mapping[str, Any]], params: SamplingParams,
+                     request: RequestOptions) -> TextStream:
+        """The typed form of ``stream(raw=True)`` and ``chat_stream``, for a caller that holds
+        checked parameters (serving's one request type): a text is tokenized as is, a
+        conversation goes through the chat template. ``params`` are complete (``defaults``
+        already applied); nothing here reads keyword options."""
+        if isinstance(prompt, str):
+            prompt_ids = self._engine.tokenizer.encode(check_text(prompt, "prompt"))
+        else:
+            prompt_ids = self._chat_ids(prompt)
+        handle = self._submit(prompt_ids, params, request)
         return TextStream(handle, lambda done: self._result(done, params))
 
     def infer_batch(self, prompts: Sequence[str], **options: Any) -> list[InferResult]:

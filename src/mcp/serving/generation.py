@@ -1,4 +1,4 @@
-"""Running one API request on a held model version: its choices, as async events.
+"""Running one ``ServingRequest`` on a held model version: its choices, as async events.
 
 No HTTP here (the gRPC service runs requests the same way). ``Generation.start`` submits
 every choice at once, in a worker thread (tokenizing and admission take a few ms), so a
@@ -10,9 +10,8 @@ all (a client that went away).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -21,18 +20,11 @@ from mcp.base.result import InferResult
 from mcp.engine.sequence import StepOutput
 from mcp.runtime.stream import TextStream
 from mcp.serving.host import ModelVersion
+from mcp.serving.request import ServingRequest
 
 # Worker threads that submit requests (tokenizing and admission), never the event loop.
 _READERS = anyio.CapacityLimiter(1024)
 _END = object()
-
-
-@dataclass(frozen=True)
-class Prompt:
-    """A chat conversation, or a raw text prompt (completions)."""
-
-    messages: Sequence[Mapping[str, Any]] | None = None
-    text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,28 +45,23 @@ class Generation:
     streams: list[TextStream] = field(default_factory=list)
 
     @classmethod
-    async def start(cls, version: ModelVersion, prompts: Sequence[Prompt], options: Mapping[str, Any],
-                    n: int) -> Generation:
-        """Submit ``n`` choices per prompt (choice index = prompt * n + j). With a seed, choice
-        j samples with seed + j, so the n choices differ and each is reproducible."""
+    async def start(cls, version: ModelVersion, request: ServingRequest) -> Generation:
+        """Submit ``request.n`` choices per prompt (choice index = prompt * n + j)."""
         generation = cls(version)
-        await anyio.to_thread.run_sync(generation._submit_all, prompts, dict(options), n, limiter=_READERS)
+        await anyio.to_thread.run_sync(generation._submit_all, request, limiter=_READERS)
         return generation
 
-    def _submit_all(self, prompts: Sequence[Prompt], options: dict[str, Any], n: int) -> None:
+    def _submit_all(self, request: ServingRequest) -> None:
+        model, scheduling = self.version.model, request.scheduling()
         try:
-            for prompt in prompts:
-                for j in range(n):
-                    self.streams.append(self._submit(prompt, _choice_options(options, j)))
+            for prompt in request.prompts:
+                for j in range(request.n):
+                    params = request.sampling.resolve(model.defaults, choice=j)
+                    conversation = prompt.messages if prompt.messages is not None else prompt.text or ""
+                    self.streams.append(model.start_stream(conversation, params, scheduling))
         except BaseException:
             self.cancel()  # refused part-way: nothing of this request stays queued
             raise
-
-    def _submit(self, prompt: Prompt, options: dict[str, Any]) -> TextStream:
-        model = self.version.model
-        if prompt.messages is not None:
-            return model.chat_stream(prompt.messages, **options)
-        return model.stream(prompt.text, raw=True, **options)
 
     def cancel(self) -> None:
         for stream in self.streams:
@@ -105,12 +92,6 @@ class Generation:
             if event.result is not None:
                 results[event.index] = event.result
         return [results[i] for i in range(len(self.streams))]
-
-
-def _choice_options(options: dict[str, Any], j: int) -> dict[str, Any]:
-    if j == 0 or options.get("seed") is None:
-        return options
-    return {**options, "seed": options["seed"] + j}
 
 
 async def _choice_events(index: int, stream: TextStream) -> AsyncIterator[ChoiceEvent]:

@@ -1,4 +1,4 @@
-"""``mcp.v1`` messages to the engine's arguments and back, checked against the server's limits.
+"""``mcp.v1`` messages to the one typed request (``ServingRequest``) and back, checked against the server's limits.
 
 Checks mirror the HTTP API's (same limits, same wording); a bad field is a FieldError naming
 it as the proto spells it (``sampling.max_tokens``, ``chat.messages[1].role``), which the
@@ -7,8 +7,8 @@ client gets as INVALID_ARGUMENT with the name in ``x-error-param``.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from mcp.base.arguments import check_model_name, check_model_source
 from mcp.base.errors import InvalidRequestError
@@ -16,12 +16,15 @@ from mcp.base.result import InferResult
 from mcp.config.runtime import RuntimeConfig
 from mcp.config.serving import ServedModel
 from mcp.engine.params import MAX_COUNT
+from mcp.engine.scheduler.slo import SLOClass
 from mcp.engine.sequence import StepOutput
 from mcp.serving.errors import FieldError
-from mcp.serving.generation import Prompt
+from mcp.serving.generation import ChoiceEvent
 from mcp.serving.grpc._gen import inference_pb2 as pb
-from mcp.serving.grpc.context import RequestContext
+from mcp.serving.grpc.context import Metadata, RequestContext
 from mcp.serving.host import ModelVersion
+from mcp.serving.reply import Reply
+from mcp.serving.request import Prompt, Sampling, ServingRequest, trace_context
 
 Decode = Callable[[int], str]
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
@@ -65,17 +68,33 @@ def _check_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
                          "(serving.limits.max_prompt_chars)", param)
 
 
-def options_of(sampling: pb.SamplingParams, context: RequestContext, config: RuntimeConfig) -> dict[str, Any]:
-    """``Model.stream`` options: sampling within the server's limits, plus tenant, class, timeout."""
-    options = {name: getattr(sampling, name) if sampling.HasField(name) else None for name in _OPTIONAL_SAMPLING}
-    if (options["top_k"] or 0) > MAX_COUNT:
-        raise FieldError(f"sampling.top_k is {options['top_k']}; at most {MAX_COUNT} (0 = off)", "sampling.top_k")
-    options.update(max_tokens=_max_tokens(sampling, config), stop=list(sampling.stop) or None,
-                   logprobs=_logprobs(sampling), tenant=context.caller.tenant.name,
-                   slo_class=context.sla_class, timeout=config.serving.request_timeout_s)
-    if sampling.ignore_eos:
-        options["ignore_eos"] = True
-    return options
+def request_of(request: pb.InferRequest, context: RequestContext, metadata: Metadata | None,
+               config: RuntimeConfig, route: str) -> ServingRequest:
+    """The call as the one typed request serving runs: its prompt, its sampling within the
+    server's limits, the model it names, and the caller's tenant, class and deadline."""
+    prompt = prompt_of(request, config)
+    sampling = sampling_of(request.sampling, config)
+    return ServingRequest(
+        request_id=f"infer-{uuid.uuid4().hex}", route=route, chat=prompt.messages is not None, prompts=(prompt,),
+        sampling=sampling, tenant=context.caller.tenant.name,
+        slo_class=None if context.sla_class is None else SLOClass.parse(context.sla_class),
+        timeout_s=config.serving.request_timeout_s, user=request.user or None, model=context.model_ref(request.model),
+        trace_context=trace_context(dict(metadata or ())),
+        attributes={"gen_ai.request.temperature": sampling.temperature, "gen_ai.request.seed": sampling.seed})
+
+
+def sampling_of(sampling: pb.SamplingParams, config: RuntimeConfig) -> Sampling:
+    """The request's sampling within the server's limits; a bad field is named as the proto
+    spells it (``sampling.temperature``)."""
+    given = {name: getattr(sampling, name) if sampling.HasField(name) else None for name in _OPTIONAL_SAMPLING}
+    if (given["top_k"] or 0) > MAX_COUNT:
+        raise FieldError(f"sampling.top_k is {given['top_k']}; at most {MAX_COUNT} (0 = off)", "sampling.top_k")
+    max_tokens, logprobs = _max_tokens(sampling, config), _logprobs(sampling)
+    try:
+        return Sampling(**given, max_tokens=max_tokens, stop=tuple(sampling.stop) or None,
+                        ignore_eos=sampling.ignore_eos, logprobs=logprobs)
+    except FieldError as error:
+        raise FieldError(str(error), f"sampling.{error.param}") from None
 
 
 def _max_tokens(sampling: pb.SamplingParams, config: RuntimeConfig) -> int:
@@ -125,6 +144,26 @@ def _checked(check: Callable[[str, str], str], value: str, param: str) -> str:
 
 
 # -- responses ------------------------------------------------------------------------------
+def infer_response(reply: Reply, result: InferResult, steps: Sequence[StepOutput]) -> pb.InferResponse:
+    """The whole answer of a unary ``Infer``."""
+    return pb.InferResponse(id=reply.request.request_id, model=reply.version.key, text=result.text,
+                            token_ids=result.token_ids, finish_reason=finish_reason(result), usage=usage(result),
+                            logprobs=logprobs(steps, reply.decode) if reply.decode else [])
+
+
+def stream_response(reply: Reply, event: ChoiceEvent) -> pb.InferStreamResponse:
+    """One message of ``InferStream``: a step's token and text; the last one with the finish reason and usage."""
+    message = pb.InferStreamResponse(id=reply.request.request_id, model=reply.version.key, text=event.text)
+    if event.step is not None:
+        message.token_ids.append(event.step.token_id)
+        if reply.decode:
+            message.logprobs.extend(logprobs([event.step], reply.decode))
+    if event.result is not None:
+        message.finish_reason = finish_reason(event.result)
+        message.usage.CopyFrom(usage(event.result))
+    return message
+
+
 def finish_reason(result: InferResult) -> pb.FinishReason:
     return _FINISH[result.finish_reason]
 

@@ -1,44 +1,38 @@
 """``/v1/chat/completions``, ``/v1/completions``, ``/v1/models``: OpenAI's API on the host's models.
 
-A request's path: authenticate (``Authorization: Bearer``) -> tenant rate limit -> check the
-server's limits -> governance input check, when configured (detectors and policy: a deny is
-a 403, a reroute names another model) -> hold the model version (``model``: name,
-name:version, or empty for the default) -> submit every choice (admission control may refuse: 429) -> answer, or stream
-server-sent events. The SLO class comes from the ``x-sla-class`` header, the tenant from the
-key (or, on an open server, the ``x-tenant-id`` header). A client that goes away cancels its
-sequences; the version is released when the last byte is sent. With governance, each choice's
-text passes the output policy (streamed text on a sliding window) and the audit record is
-committed before the response completes (``serving/governed.py``).
+A request's path: authenticate (``Authorization: Bearer``) -> check the server's limits and
+build the one typed request (``convert.py``: a ``ServingRequest``) -> tenant rate limit -> governance input
+check, when configured (detectors and policy: a deny is a 403, a reroute names another model)
+-> hold the model version (``model``: name, name:version, or empty for the default) -> submit
+every choice (admission control may refuse: 429) -> answer, or stream server-sent events. The
+SLO class comes from the ``x-sla-class`` header, the tenant from the key (or, on an open
+server, the ``x-tenant-id`` header). A client that goes away cancels its sequences; the
+version is released when the last byte is sent. With governance, each choice's text passes
+the output policy (streamed text on a sliding window) and the audit record is committed
+before the response completes. That lifecycle (admission, guard, record, finish once, release,
+count tokens) is ``serving/reply.py``'s, shared with gRPC; this module renders it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import StreamingResponse
 
-from mcp.base.errors import InvalidRequestError, MCPError
-from mcp.base.result import InferResult
-from mcp.engine.scheduler.slo import SLOClass
-from mcp.engine.sequence import StepOutput
-from mcp.serving import governed
-from mcp.serving.errors import FieldError, describe
-from mcp.serving.generation import ChoiceEvent, Generation, Prompt
-from mcp.serving.host import ModelVersion
-from mcp.serving.http import render
+from mcp.base.errors import MCPError
+from mcp.serving.errors import describe
+from mcp.serving.generation import ChoiceEvent, Generation
+from mcp.serving.http import convert, render
 from mcp.serving.http import schemas as s
 from mcp.serving.http.auth import caller_of, state_of
+from mcp.serving.reply import Reply
+from mcp.serving.request import ServingRequest
 from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
-
-if TYPE_CHECKING:
-    from mcp.governance.plane import Inference, InferenceOutcome
 
 router = APIRouter(tags=["openai"])
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -66,91 +60,34 @@ async def list_models(state: ServerState = Depends(state_of), caller: Caller = D
 async def chat_completions(body: s.ChatCompletionRequest, request: Request,
                            x_sla_class: str | None = SLA_CLASS, state: ServerState = Depends(state_of),
                            caller: Caller = Depends(caller_of)):
-    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
-                for m in body.messages]
-    _check_prompt_size(sum(len(m["content"]) for m in messages), state, "messages")
-    logprobs = (body.top_logprobs or 0) if body.logprobs else None
-    options = _options(body, body.max_completion_tokens or body.max_tokens, logprobs, x_sla_class, state, caller)
-    return await _serve(request, state, caller, body, [Prompt(messages=messages)], options, chat=True)
+    served = convert.request_of(body, f"{request.method} {request.url.path}", request.headers, x_sla_class,
+                                state.config, caller.tenant.name)
+    return await _serve(request, state, caller, body, served)
 
 
 @router.post("/v1/completions", response_model=s.CompletionResponse,
              responses={**ERRORS, 200: {"content": STREAM}})
 async def completions(body: s.CompletionRequest, request: Request, x_sla_class: str | None = SLA_CLASS,
                       state: ServerState = Depends(state_of), caller: Caller = Depends(caller_of)):
-    if body.echo:
-        raise FieldError("echo is not supported; leave it out or false", "echo")
-    texts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
-    if not texts:
-        raise FieldError("prompt is an empty list; give at least one prompt", "prompt")
-    _check_prompt_size(sum(len(t) for t in texts), state, "prompt")
-    options = _options(body, body.max_tokens, body.logprobs, x_sla_class, state, caller)
-    _check_num_choices(len(texts), body.n, state)
-    return await _serve(request, state, caller, body, [Prompt(text=t) for t in texts], options, chat=False)
-
-
-# -- checking a request -----------------------------------------------------------------------
-def _text(content: str | list[s.TextPart]) -> str:
-    return content if isinstance(content, str) else "".join(part.text for part in content)
-
-
-def _check_prompt_size(num_chars: int, state: ServerState, param: str) -> None:
-    limit = state.config.serving.limits.max_prompt_chars
-    if num_chars > limit:
-        raise FieldError(f"{param} has {num_chars} characters; this server takes at most {limit} "
-                         "(serving.limits.max_prompt_chars)", param)
-
-
-def _check_num_choices(num_prompts: int, n: int, state: ServerState) -> None:
-    """One request starts n sequences per prompt: 5,000 prompts must not take the whole engine."""
-    limit = state.config.serving.limits.max_choices
-    if num_prompts * n > limit:
-        raise FieldError(f"prompt has {num_prompts} prompts and n is {n}: {num_prompts * n} choices; this server "
-                         f"takes at most {limit} per request (serving.limits.max_choices); send fewer", "prompt")
-
-
-def _options(body: s.ChatCompletionRequest | s.CompletionRequest, max_tokens: int | None, logprobs: int | None,
-             sla_class: str | None, state: ServerState, caller: Caller) -> dict[str, Any]:
-    limits = state.config.serving.limits
-    if max_tokens is not None and max_tokens > limits.max_tokens:
-        raise FieldError(f"max_tokens is {max_tokens}; this server allows at most {limits.max_tokens}", "max_tokens")
-    if max_tokens is None:  # the config's default, within the server's limit
-        max_tokens = min(state.config.generation.max_tokens, limits.max_tokens)
-    if body.n > limits.max_n:
-        raise FieldError(f"n is {body.n}; this server allows at most {limits.max_n}", "n")
-    if sla_class is not None:
-        try:
-            SLOClass.parse(sla_class)
-        except InvalidRequestError as error:
-            raise FieldError(f"header x-sla-class: {error}", "x-sla-class") from None
-    options = {"max_tokens": max_tokens, "temperature": body.temperature, "top_p": body.top_p,
-               "top_k": body.top_k, "min_p": body.min_p, "repetition_penalty": body.repetition_penalty,
-               "presence_penalty": body.presence_penalty, "frequency_penalty": body.frequency_penalty,
-               "seed": body.seed, "stop": body.stop, "logprobs": logprobs, "tenant": caller.tenant.name,
-               "slo_class": sla_class, "timeout": state.config.serving.request_timeout_s}
-    if body.ignore_eos:
-        options["ignore_eos"] = True
-    return options
+    served = convert.request_of(body, f"{request.method} {request.url.path}", request.headers, x_sla_class,
+                                state.config, caller.tenant.name)
+    return await _serve(request, state, caller, body, served)
 
 
 # -- running it -------------------------------------------------------------------------------
-async def _serve(request: Request, state: ServerState, caller: Caller, body: s.ChatCompletionRequest |
-                 s.CompletionRequest, prompts: list[Prompt], options: dict[str, Any], chat: bool):
+async def _serve(request: Request, state: ServerState, caller: Caller,
+                 body: s.ChatCompletionRequest | s.CompletionRequest, served: ServingRequest):
     state.limiter.admit(caller.tenant)
     if state.fault_delay_s:  # the injected delay of $MCP_FAULT_DELAY_MS (a test and chaos knob)
         await asyncio.sleep(state.fault_delay_s)
-    request_id = f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}"
-    version, generation, inference = await governed.start(
-        state.host, state.governance, f"{request.method} {request.url.path}", request.headers, caller, request_id,
-        body.model or None, prompts, options, body.n, body.user, chat, _span_attributes(options))
-    reply = _Reply(state, caller, version, generation, chat, len(prompts), options["logprobs"] is not None,
-                   request_id, inference)
+    reply = await Reply.start(state, caller.tenant, served)
+    answer = _Answer(reply)
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
-        return _FinishingStream(reply.stream(usage), reply.finish, media_type="text/event-stream",
+        return _FinishingStream(answer.stream(usage), reply.finish, media_type="text/event-stream",
                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
     try:
-        return await reply.whole(request)
+        return await answer.whole(request)
     finally:
         reply.finish()
 
@@ -172,122 +109,67 @@ class _FinishingStream(StreamingResponse):
             self._on_end()
 
 
-def _span_attributes(options: dict[str, Any]) -> dict[str, Any]:
-    return {"gen_ai.request.temperature": options["temperature"], "gen_ai.request.top_p": options["top_p"],
-            "gen_ai.request.top_k": options["top_k"], "gen_ai.request.seed": options["seed"]}
+class _Answer:
+    """A ``Reply`` (serving/reply.py: the lifecycle gRPC drives too) in OpenAI's wire format:
+    one response, or server-sent chunks."""
 
-
-class _Reply:
-    """One request's answer, whole or streamed, on its held version."""
-
-    def __init__(self, state: ServerState, caller: Caller, version: ModelVersion, generation: Generation,
-                 chat: bool, num_prompts: int, logprobs: bool, request_id: str,
-                 inference: Inference | None = None) -> None:
-        self.state, self.caller, self.version, self.generation = state, caller, version, generation
-        self.chat, self.num_prompts, self.logprobs = chat, num_prompts, logprobs
-        self.id, self.inference = request_id, inference
-        self.guards = [inference.output_guard() for _ in generation.streams] if inference is not None else []
+    def __init__(self, reply: Reply) -> None:
+        self.reply, self.chat, self.id = reply, reply.request.chat, reply.request.request_id
+        self.num_prompts = len(reply.request.prompts)
         self.created = int(time.time())
-        self.results: dict[int, InferResult] = {}
-        self.finished = False
-        self.decode = (lambda token_id: version.model.engine.tokenizer.decode([token_id])) if logprobs else None
 
     async def whole(self, request: Request) -> s.ChatCompletionResponse | s.CompletionResponse:
-        steps: list[list[StepOutput]] = [[] for _ in self.generation.streams]
-        watcher = asyncio.create_task(_cancel_on_disconnect(request, self.generation))
+        reply = self.reply
+        watcher = asyncio.create_task(_cancel_on_disconnect(request, reply.generation))
         try:
-            async for event in self.generation.events():
-                if event.step is not None:
-                    steps[event.index].append(event.step)
-                if event.result is not None:
-                    self.results[event.index] = event.result
-        except MCPError as exc:  # e.g. its worker died: the record says so before the error answer goes out
-            if self.inference is not None:
-                await self.inference.finish(self._outcome(f"error:{describe(exc).code or 'engine'}"))
-            raise
+            results, steps = await reply.whole()
         finally:
             watcher.cancel()
-        results = [self.results[i] for i in range(len(steps))]
-        if self.inference is not None:
-            results = [governed.guard_whole(guard, r) for guard, r in zip(self.guards, results)]
-            await self.inference.finish(governed.outcome(results, self.guards, model_key=self.version.key))
         if self.chat:
-            return render.chat_response(self.id, self.created, self.version.key, results, steps, self.decode)
-        return render.completion_response(self.id, self.created, self.version.key, results, steps, self.decode,
+            return render.chat_response(self.id, self.created, reply.version.key, results, steps, reply.decode)
+        return render.completion_response(self.id, self.created, reply.version.key, results, steps, reply.decode,
                                           self.num_prompts)
 
     async def stream(self, include_usage: bool) -> AsyncIterator[bytes]:
+        reply = self.reply
         try:
             if self.chat:
                 yield render.sse(self._chat_chunk([s.ChatChunkChoice(index=i, delta=s.ChatDelta(role="assistant"))
-                                                   for i in range(len(self.generation.streams))]))
-            async for event in self.generation.events():
-                event = self._guarded(event)
-                if event.result is not None:
-                    self.results[event.index] = event.result
-                if event.text or event.result is not None or (self.logprobs and event.step is not None):
+                                                   for i in range(reply.num_choices)]))
+            async for event in reply.events():
+                if event.text or event.result is not None or (reply.decode and event.step is not None):
                     yield render.sse(self._chunk(event))
             if include_usage:
-                usage = render.usage([self.results[i] for i in sorted(self.results)], self.num_prompts)
+                usage = render.usage([reply.results[i] for i in sorted(reply.results)], self.num_prompts)
                 yield render.sse(self._chat_chunk([], usage) if self.chat else self._text_chunk([], usage))
-            if self.inference is not None:  # committed before the stream completes
-                await self.inference.finish(self._outcome())
+            await reply.settle()  # committed before the stream completes
         except MCPError as exc:  # after the 200 went out: the error travels as an event
-            if self.inference is not None:
-                self.inference.finish_soon(self._outcome(f"error:{describe(exc).code or 'engine'}"))
+            await reply.settle_failed(exc)
             yield render.sse(s.ErrorResponse.model_validate(describe(exc).body()))
         finally:
-            if self.inference is not None:
-                self.inference.finish_soon(self._outcome("cancelled"))  # the client left: no-op if finished
-            self.finish()
+            reply.finish()  # the client left: recorded as cancelled (a no-op once recorded)
         yield render.SSE_DONE
 
-    def _guarded(self, event: ChoiceEvent) -> ChoiceEvent:
-        """The event as the output policy lets it through; a stopped choice ends with content_filter."""
-        if not self.guards:
-            return event
-        guard = self.guards[event.index]
-        text, result = governed.guard_event_text(guard, event.text, event.result)
-        if guard.stopped and event.result is None:
-            self.generation.streams[event.index].cancel()
-        return replace(event, text=text, result=result)
-
-    def _outcome(self, status: str | None = None) -> InferenceOutcome:
-        results = [self.results[i] for i in sorted(self.results)]
-        return governed.outcome(results, self.guards, status, self.version.key)
-
-    def _chunk(self, event) -> s.ChatCompletionChunk | s.CompletionResponse:
+    def _chunk(self, event: ChoiceEvent) -> s.ChatCompletionChunk | s.CompletionResponse:
         reason = event.result.finish_reason if event.result is not None else None
         steps = [event.step] if event.step is not None else []
+        decode = self.reply.decode
         if self.chat:
-            logprobs = render.chat_logprobs(steps, self.decode) if self.decode else None
+            logprobs = render.chat_logprobs(steps, decode) if decode else None
             delta = s.ChatDelta(content=event.text)
             return self._chat_chunk([s.ChatChunkChoice(index=event.index, delta=delta, finish_reason=reason,
                                                        logprobs=logprobs)])
-        logprobs = render.completion_logprobs(steps, self.decode) if self.decode else None
+        logprobs = render.completion_logprobs(steps, decode) if decode else None
         return self._text_chunk([s.CompletionChoice(index=event.index, text=event.text, finish_reason=reason,
                                                     logprobs=logprobs)])
 
     def _chat_chunk(self, choices: list[s.ChatChunkChoice], usage: s.Usage | None = None) -> s.ChatCompletionChunk:
-        return s.ChatCompletionChunk(id=self.id, created=self.created, model=self.version.key, choices=choices,
+        return s.ChatCompletionChunk(id=self.id, created=self.created, model=self.reply.version.key, choices=choices,
                                      usage=usage)
 
     def _text_chunk(self, choices: list[s.CompletionChoice], usage: s.Usage | None = None) -> s.CompletionResponse:
-        return s.CompletionResponse(id=self.id, created=self.created, model=self.version.key, choices=choices,
+        return s.CompletionResponse(id=self.id, created=self.created, model=self.reply.version.key, choices=choices,
                                     usage=usage)
-
-    def finish(self) -> None:
-        """Once, at the end however it came: record it if nothing did, stop what still runs, release
-        the version, count tokens. Every admitted request leaves exactly one audit record."""
-        if self.finished:
-            return
-        self.finished = True
-        if self.inference is not None:  # ended before its record (the client left, the task was cancelled)
-            self.inference.finish_soon(self._outcome("cancelled"))  # a no-op once recorded
-        self.generation.cancel()
-        self.state.host.release(self.version)
-        used = sum(r.usage.total_tokens for r in self.results.values())
-        self.state.limiter.record_tokens(self.caller.tenant, used)
 
 
 async def _cancel_on_disconnect(request: Request, generation: Generation) -> None:

@@ -1,0 +1,105 @@
+"""OpenAI request bodies to the one typed request (``ServingRequest``), checked against the server's limits.
+
+The schema (``schemas.py``) has bounded every field already; here the server's own limits are
+applied (prompt size, ``max_tokens``, ``n``, choices per request) and the ``x-sla-class``
+header is read. A bad field is a FieldError naming it as the body spells it (OpenAI's error
+``param``). The gRPC adapter's twin is ``grpc/convert.py``: same limits, same wording.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from mcp.base.errors import InvalidRequestError
+from mcp.config.runtime import RuntimeConfig
+from mcp.engine.scheduler.slo import SLOClass
+from mcp.serving.errors import FieldError
+from mcp.serving.http import schemas as s
+from mcp.serving.request import Prompt, Sampling, ServingRequest, trace_context
+
+Body = s.ChatCompletionRequest | s.CompletionRequest
+
+
+def request_of(body: Body, route: str, headers: Mapping[str, str], sla_class: str | None, config: RuntimeConfig,
+               tenant: str) -> ServingRequest:
+    """The body (with the request's route, headers and ``x-sla-class``) as the request serving
+    runs for ``tenant``."""
+    chat = isinstance(body, s.ChatCompletionRequest)
+    prompts = _conversation(body, config) if chat else _texts(body, config)
+    if chat:
+        logprobs = (body.top_logprobs or 0) if body.logprobs else None
+        sampling = _sampling(body, body.max_completion_tokens or body.max_tokens, logprobs, config)
+    else:
+        sampling = _sampling(body, body.max_tokens, body.logprobs, config)
+    if body.n > config.serving.limits.max_n:
+        raise FieldError(f"n is {body.n}; this server allows at most {config.serving.limits.max_n}", "n")
+    slo_class = _slo_class(sla_class)
+    if not chat:
+        _check_num_choices(len(prompts), body.n, config)
+    return ServingRequest(
+        request_id=f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}", route=route, chat=chat,
+        prompts=prompts, sampling=sampling, tenant=tenant, slo_class=slo_class,
+        timeout_s=config.serving.request_timeout_s, n=body.n, user=body.user, model=body.model or None,
+        trace_context=trace_context(headers),
+        attributes={"gen_ai.request.temperature": body.temperature, "gen_ai.request.top_p": body.top_p,
+                    "gen_ai.request.top_k": body.top_k, "gen_ai.request.seed": body.seed})
+
+
+def _conversation(body: s.ChatCompletionRequest, config: RuntimeConfig) -> tuple[Prompt, ...]:
+    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
+                for m in body.messages]
+    _check_prompt_size(sum(len(m["content"]) for m in messages), config, "messages")
+    return (Prompt(messages=messages),)
+
+
+def _texts(body: s.CompletionRequest, config: RuntimeConfig) -> tuple[Prompt, ...]:
+    if body.echo:
+        raise FieldError("echo is not supported; leave it out or false", "echo")
+    texts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
+    if not texts:
+        raise FieldError("prompt is an empty list; give at least one prompt", "prompt")
+    _check_prompt_size(sum(len(t) for t in texts), config, "prompt")
+    return tuple(Prompt(text=t) for t in texts)
+
+
+def _text(content: str | list[s.TextPart]) -> str:
+    return content if isinstance(content, str) else "".join(part.text for part in content)
+
+
+def _check_prompt_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
+    limit = config.serving.limits.max_prompt_chars
+    if num_chars > limit:
+        raise FieldError(f"{param} has {num_chars} characters; this server takes at most {limit} "
+                         "(serving.limits.max_prompt_chars)", param)
+
+
+def _check_num_choices(num_prompts: int, n: int, config: RuntimeConfig) -> None:
+    """One request starts n sequences per prompt: 5,000 prompts must not take the whole engine."""
+    limit = config.serving.limits.max_choices
+    if num_prompts * n > limit:
+        raise FieldError(f"prompt has {num_prompts} prompts and n is {n}: {num_prompts * n} choices; this server "
+                         f"takes at most {limit} per request (serving.limits.max_choices); send fewer", "prompt")
+
+
+def _sampling(body: Body, max_tokens: int | None, logprobs: int | None, config: RuntimeConfig) -> Sampling:
+    """The body's sampling fields (bounded by the schema), ``max_tokens`` within the server's limit."""
+    limit = config.serving.limits.max_tokens
+    if max_tokens is not None and max_tokens > limit:
+        raise FieldError(f"max_tokens is {max_tokens}; this server allows at most {limit}", "max_tokens")
+    if max_tokens is None:  # the config's default, within the server's limit
+        max_tokens = min(config.generation.max_tokens, limit)
+    stop = (body.stop,) if isinstance(body.stop, str) else tuple(body.stop) if body.stop is not None else None
+    return Sampling(max_tokens=max_tokens, temperature=body.temperature, top_p=body.top_p, top_k=body.top_k,
+                    min_p=body.min_p, repetition_penalty=body.repetition_penalty,
+                    presence_penalty=body.presence_penalty, frequency_penalty=body.frequency_penalty,
+                    seed=body.seed, stop=stop, ignore_eos=body.ignore_eos, logprobs=logprobs)
+
+
+def _slo_class(header: str | None) -> SLOClass | None:
+    if header is None:
+        return None
+    try:
+        return SLOClass.parse(header)
+    except InvalidRequestError as error:
+        raise FieldError(f"header x-sla-class: {error}", "x-sla-class") from None
