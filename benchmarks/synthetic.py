@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     args.workdir.mkdir(parents=True, exist_ok=True)
     files = [_prepare(args, shape, quant) for shape, quant in _wanted(args)]
     base = WorkerSpec(engine="", mcp_path=str(files[0].mcp), gguf_path=str(files[0].gguf), threads=args.threads,
-                      settings=settings)
+                      settings=settings, options={"decode_dots": args.decode_dots})
     bandwidth = {} if args.profile else run_bandwidth(base)
     _print(_header(command, settings, args, bandwidth))
     measured = {}
@@ -107,6 +107,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true",
                         help="instead of the benchmark: where one decode token's time goes in ours, per file")
     parser.add_argument("--json", help="also write every raw sample to this file")
+    parser.add_argument("--decode-dots", default="auto", choices=("auto", "exact", "int8", "int8x2"),
+                        help="ours: runtime.decode_dots (default auto: int8x2 where the kernels have SIMD; "
+                             "exact: the GGUF blocks read as stored, fp32 products)")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.threads < 1:
         parser.error("--rounds and --threads must be at least 1")
@@ -187,7 +190,8 @@ def _header(command: str, settings: Settings, args, bandwidth: dict) -> list[str
              f"command: {command}",
              f"date: {datetime.datetime.now().astimezone().isoformat(timespec='seconds')}",
              f"cpu: {runinfo.cpu_model()}, {len(os.sched_getaffinity(0))} cores usable",
-             "versions: " + ", ".join(f"{p} {runinfo.version(p)}" for p in PACKAGES) + f", git {runinfo.git_revision()}"]
+             "versions: " + ", ".join(f"{p} {runinfo.version(p)}" for p in PACKAGES) + f", git {runinfo.git_revision()}",
+             f"ours: runtime.decode_dots {args.decode_dots}"]
     if not args.profile:
         lines.append(f"memory read bandwidth: {runinfo.bandwidth_line(bandwidth)}")
         lines.append(f"each round: {settings.decode_tokens} tokens greedy decode after a short prompt, a "

@@ -30,7 +30,8 @@ def measure(spec: WorkerSpec) -> dict:
     torch.set_num_threads(spec.threads)
     # The prefix cache off: every run of the same prompt prefills it again, as in the other engines.
     loop = LoopConfig(enable_prefix_caching=False)
-    session = Session(RuntimeConfig(device="cpu", num_threads=spec.threads, scheduler=loop))
+    session = Session(RuntimeConfig(device="cpu", num_threads=spec.threads, scheduler=loop,
+                                    decode_dots=spec.options.get("decode_dots", "auto")))
     result["figures"]["rss_imports_mib"] = [memory_mib()["rss"]]
     result["info"]["resident_after_drop"] = drop_from_page_cache(spec.mcp_path)
     started = now()

@@ -32,7 +32,8 @@ def measure(spec: WorkerSpec) -> dict:
     from mcp.runtime import RuntimeConfig, Session
 
     torch.set_num_threads(spec.threads)
-    with Session(RuntimeConfig(device="cpu", num_threads=spec.threads)) as session:
+    dots = spec.options.get("decode_dots", "auto")
+    with Session(RuntimeConfig(device="cpu", num_threads=spec.threads, decode_dots=dots)) as session:
         model = session.load_model(spec.mcp_path, name="profiled")
         per_token, parts, decode_tokens = profile_decode(model, DECODE_PROMPTS[0], tokens)
         result["info"]["precision"] = model.precision
