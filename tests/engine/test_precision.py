@@ -203,11 +203,21 @@ def test_engine_dequantizer_is_ggufs_on_the_real_file(smollm2_gguf):
 NATIVE_ONLY = tuple(t for t in TENSORS if t.name not in (UP, K_PROJ))  # every matrix runs a native kernel
 
 
-def test_native_decode_defaults_to_exact_dots_and_the_native_step():
-    plan = resolve(NATIVE_ONLY, PrecisionPlan(), ZEN3_NATIVE)
+def test_native_decode_defaults_to_int8x2_dots_with_simd_and_the_native_step():
+    for hardware in (ZEN3_NATIVE, ZEN4_NATIVE):
+        plan = resolve(NATIVE_ONLY, PrecisionPlan(), hardware)
+        assert (plan.decode_dots, plan.decode_step) == ("int8x2", "native")
+        assert plan.summary() == "mcp-int8×1 mcp-q4_1×1 mcp-int4×1 / act fp32 / int8x2 dots / native step"
+        assert "decode       int8x2 dots, native step" in plan.describe()
+
+
+def test_the_plain_cpp_build_defaults_to_exact_dots():
+    plain = Hardware("cpu", "DEFAULT", native_bf16=False, amx=False, native_kernels="scalar")
+    plan = resolve(NATIVE_ONLY, PrecisionPlan(), plain)
     assert (plan.decode_dots, plan.decode_step) == ("exact", "native")
     assert plan.summary() == "mcp-int8×1 mcp-q4_1×1 mcp-int4×1 / act fp32 / native step"
     assert "decode       exact dots, native step" in plan.describe()
+    assert resolve(NATIVE_ONLY, PrecisionPlan(), ZEN4_NATIVE, decode_dots="exact").decode_dots == "exact"
 
 
 def test_int8_dots_and_the_torch_step_can_be_chosen():
