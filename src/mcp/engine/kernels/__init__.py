@@ -242,11 +242,13 @@ class QuantMatrix:
         if self.kind in BLOCK_KINDS:  # those rows' blocks, decoded by the kernels
             picked = QuantMatrix(self.kind, self.codes[index.reshape(-1)].contiguous(), None)
             return picked.dequantize().reshape(*index.shape, self.shape[1])
-        if self.kind in INTERLEAVED_KINDS:  # row by row, from their tiles
-            flat = index.reshape(-1).tolist()
-            out = torch.empty(len(flat), self.shape[1])
-            for i, row in enumerate(flat):
-                self.dequantize_rows(row, row + 1, out[i:i + 1])
+        if self.kind in INTERLEAVED_KINDS:  # each row from its tile, by the kernels
+            flat = index.reshape(-1).to(torch.int64).contiguous()
+            if bool(((flat < 0) | (flat >= self.shape[0])).any()):
+                raise IndexError(f"row index out of range for a matrix of {self.shape[0]} rows")
+            out = torch.empty(flat.numel(), self.shape[1])
+            _cpu.gather16(KIND_CODES[self.kind], self.codes.data_ptr(), self.shape[1], flat.data_ptr(), flat.numel(),
+                          out.data_ptr())
             return out.reshape(*index.shape, self.shape[1])
         codes, qparams = self.codes[index], self.qparams[index].to(torch.float32)
         if self.kind == "int8":

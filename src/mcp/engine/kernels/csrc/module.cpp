@@ -89,6 +89,23 @@ PyObject* py_interleave16(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
+// gather16(kind, codes, K, ids, count, out): rows ids [count] (int64) of an x16 matrix as
+// fp32 [count, K] (an embedding lookup in a tied head's re-laid matrix)
+PyObject* py_gather16(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  long long v[6];
+  if (!read_ints(args, nargs, 6, v)) return nullptr;
+  const auto kind = static_cast<WeightKind>(v[0]);
+  const int64_t K = v[2], count = v[4];
+  const int64_t* ids = reinterpret_cast<const int64_t*>(v[3]);
+  float* out = reinterpret_cast<float*>(v[5]);
+  Py_BEGIN_ALLOW_THREADS
+  for (int64_t i = 0; i < count; ++i)
+    mcp_kernels::row16_dequantize_rows(
+        DequantArgs{kind, reinterpret_cast<const void*>(v[1]), nullptr, false, 1, K, out + i * K, false, ids[i]}, 0, 1);
+  Py_END_ALLOW_THREADS
+  Py_RETURN_NONE;
+}
+
 // quantize(x, M, K, digits, q, d): fp32 rows -> int8 digit planes per block of 32 and their
 // scales, as the integer dots make them (tests read them)
 PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -228,6 +245,8 @@ PyMethodDef methods[] = {
      "the values of a quantized W (raw pointers; see mcp.engine.kernels)"},
     {"interleave16", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_interleave16)), METH_FASTCALL,
      "GGUF Q4_0/Q4_1/Q4_K/Q6_K rows re-laid 16 rows at a time (raw pointers; see mcp.engine.kernels)"},
+    {"gather16", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_gather16)), METH_FASTCALL,
+     "rows of an x16 matrix by index, as fp32 (raw pointers; see mcp.engine.kernels)"},
     {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_quantize)), METH_FASTCALL,
      "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
     {"decode_step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_decode_step)), METH_FASTCALL,
