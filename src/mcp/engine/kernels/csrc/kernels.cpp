@@ -671,20 +671,24 @@ static void row16_exact_rows(const MatmulArgs& args, int64_t n0, int64_t n1) {
   static thread_local std::vector<float> row;
   row.resize(static_cast<size_t>(args.K));
   for (int64_t n = n0; n < n1; ++n) {
-    row16_dequantize_rows(DequantArgs{args.kind, args.codes, nullptr, false, 1, args.K, row.data(), false, n}, 0, 1);
+    row16_dequantize_rows(DequantArgs{args.kind, args.codes, nullptr, false, 1, args.K, row.data(), false, n}, 0, 1,
+                          row16_level());
     for (int64_t m = 0; m < args.M; ++m) store(args, m, n, dot_f32(args.x + m * args.K, row.data(), args.K));
   }
+}
+
+int row16_level() {
+#if defined(__x86_64__)
+  if (current_isa() == Isa::kAvx512 && has_vnni()) return 2;
+  if (current_isa() != Isa::kScalar) return 1;
+#endif
+  return 0;
 }
 
 void matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1) {
   if (is_row16_kind(args.kind)) {
     if (args.x_digits == 0) return row16_exact_rows(args, n0, n1);
-    int level = 0;
-#if defined(__x86_64__)
-    if (current_isa() == Isa::kAvx512 && has_vnni()) level = 2;
-    else if (current_isa() != Isa::kScalar) level = 1;
-#endif
-    return row16_matmul_rows(args, n0, n1, level);
+    return row16_matmul_rows(args, n0, n1, row16_level());
   }
   if (is_block_kind(args.kind)) {  // GGUF blocks: exact products, whatever x_digits asks
     switch (current_isa()) {
@@ -729,7 +733,7 @@ void dequantize(const DequantArgs& args, int num_threads) {
   const Isa isa = current_isa();
   const bool blocks = is_block_kind(args.kind);
   parallel_rows(args.N, num_threads, [&](int64_t n0, int64_t n1) {
-    if (is_row16_kind(args.kind)) return row16_dequantize_rows(args, n0, n1);
+    if (is_row16_kind(args.kind)) return row16_dequantize_rows(args, n0, n1, row16_level());
     switch (isa) {
 #if defined(__x86_64__)
       case Isa::kAvx512: blocks ? avx512::block_dequantize(args, n0, n1) : avx512::dequantize(args, n0, n1); break;

@@ -167,7 +167,12 @@ void dequantize(const DequantArgs& args, int num_threads);
 // plain C++ (level 0), AVX2 (1) or AVX-512 VNNI (2) build; rows [n0, n1) of their values
 // (from args.first_row on); and GGUF rows [N, K] of `source` kind re-laid as its x16 kind.
 void row16_matmul_rows(const MatmulArgs& args, int64_t n0, int64_t n1, int level);
-void row16_dequantize_rows(const DequantArgs& args, int64_t n0, int64_t n1);
+void row16_dequantize_rows(const DequantArgs& args, int64_t n0, int64_t n1, int level);
+// rows ids [count] of an x16 matrix as fp32 [count, K] (an embedding lookup)
+void row16_gather(WeightKind kind, const void* codes, int64_t K, const int64_t* ids, int64_t count, float* out,
+                  int level);
+// The x16 kinds' build for the current instruction set: 2 AVX-512 VNNI, 1 AVX2, 0 plain C++.
+int row16_level();
 // (kInt8: `blocks` its int8 codes [N, K] and `scales` their fp16 scales [N, K/32].)
 void interleave16(WeightKind source, const uint8_t* blocks, const uint16_t* scales, int64_t N, int64_t K, uint8_t* out);
 

@@ -99,9 +99,7 @@ PyObject* py_gather16(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   const int64_t* ids = reinterpret_cast<const int64_t*>(v[3]);
   float* out = reinterpret_cast<float*>(v[5]);
   Py_BEGIN_ALLOW_THREADS
-  for (int64_t i = 0; i < count; ++i)
-    mcp_kernels::row16_dequantize_rows(
-        DequantArgs{kind, reinterpret_cast<const void*>(v[1]), nullptr, false, 1, K, out + i * K, false, ids[i]}, 0, 1);
+  mcp_kernels::row16_gather(kind, reinterpret_cast<const void*>(v[1]), K, ids, count, out, mcp_kernels::row16_level());
   Py_END_ALLOW_THREADS
   Py_RETURN_NONE;
 }

@@ -185,6 +185,89 @@ void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) {
 
 }  // namespace scalar16
 
+// What makes a row's 32 values of a group: its codes (chunks, and Q6_K's top bits), and
+// value = scale * (q - centre) (Q4_0, Q6_K, Q8_0: the subtraction exact in floats) or
+// scale * q + offset, a multiply then an add (Q4_1, Q4_K), as gguf.quants computes them;
+// the scale of elements 0..15 and of 16..31 (Q6_K's differ).
+struct GroupValues {
+  const uint8_t* chunks;
+  const uint8_t* high = nullptr;  // Q6_K: the top-bit words of elements 0..15, then (64 on) 16..31
+  float scale[2] = {0.0f, 0.0f}, offset = 0.0f;
+  int centre = 0;
+  bool offsets = false, int8 = false;  // int8: 8 chunks of signed codes (Q8_0)
+};
+
+GroupValues group_values(WeightKind kind, const uint8_t* tile, int64_t g, int r) {
+  GroupValues v;
+  switch (kind) {
+    case WeightKind::kQ4_0x16: {
+      const uint8_t* p = tile + g * kQ4_0Group;
+      v.chunks = p + 32;
+      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
+      v.centre = 8;
+      break;
+    }
+    case WeightKind::kQ4_1x16: {
+      const uint8_t* p = tile + g * kQ4_1Group;
+      v.chunks = p + 64;
+      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
+      v.offset = from_f16(u16_at(p + 32 + 2 * r));
+      v.offsets = true;
+      break;
+    }
+    case WeightKind::kQ4Kx16: {
+      const uint8_t* block = tile + g / 8 * kQ4KBlock;
+      const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
+      v.chunks = p + 32;
+      v.scale[0] = v.scale[1] = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
+      v.offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
+      v.offsets = true;
+      break;
+    }
+    case WeightKind::kQ8_0x16: {
+      const uint8_t* p = tile + g * kQ8Group;
+      v.chunks = p + 32;
+      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
+      v.int8 = true;
+      break;
+    }
+    default: {  // kQ6Kx16
+      const uint8_t* block = tile + g / 8 * kQ6KBlock;
+      const uint8_t* p = block + 32 + g % 8 * kQ6KGroup;
+      v.chunks = p + 32;
+      v.high = p + 32 + kNibbleBytes;
+      const float d = from_f16(u16_at(block + 2 * r));
+      v.scale[0] = d * static_cast<float>(static_cast<int8_t>(p[r]));
+      v.scale[1] = d * static_cast<float>(static_cast<int8_t>(p[16 + r]));
+      v.centre = 32;
+    }
+  }
+  return v;
+}
+
+void scalar_values(const GroupValues& v, int r, float* values) {
+  int q[32];
+  if (v.int8) {
+    for (int j = 0; j < kGroup; ++j) q[j] = static_cast<int8_t>(v.chunks[(j / 4) * kChunkBytes + r * 4 + j % 4]);
+  } else {
+    for (int c = 0; c < 4; ++c) {
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t byte = v.chunks[c * kChunkBytes + r * 4 + i];
+        q[4 * c + i] = byte & 0x0f;
+        q[16 + 4 * c + i] = byte >> 4;
+        if (v.high != nullptr) {
+          q[4 * c + i] |= ((v.high[r * 4 + i] >> (2 * c)) & 3) << 4;
+          q[16 + 4 * c + i] |= ((v.high[64 + r * 4 + i] >> (2 * c)) & 3) << 4;
+        }
+      }
+    }
+  }
+  for (int j = 0; j < kGroup; ++j) {
+    values[j] = v.offsets ? v.scale[j / 16] * static_cast<float>(q[j]) + v.offset
+                          : v.scale[j / 16] * static_cast<float>(q[j] - v.centre);
+  }
+}
+
 #if defined(__x86_64__)
 
 // ---- the SIMD builds: one kernel per format (rows16.inc) over Ops, L rows a register ----
@@ -243,6 +326,59 @@ struct Avx2Ops {
 #include "rows16.inc"
 template <int Digits>
 void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) { simd_tiles<Avx2Ops, Digits>(a, n0, n1); }
+
+inline uint32_t u32_at(const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  return w;
+}
+
+// Row r's 4-byte piece of each of 4 chunks: 16 bytes in element order.
+inline __m128i row_bytes(const uint8_t* chunks, int r) {
+  return _mm_set_epi32(static_cast<int>(u32_at(chunks + 3 * kChunkBytes + r * 4)),
+                       static_cast<int>(u32_at(chunks + 2 * kChunkBytes + r * 4)),
+                       static_cast<int>(u32_at(chunks + kChunkBytes + r * 4)), static_cast<int>(u32_at(chunks + r * 4)));
+}
+
+// Q6_K's top bits of 16 elements, byte j = element j's at bits 4-5: byte i of (word >> 2c) for 4c + i.
+inline __m128i top_bits(uint32_t word) {
+  const uint32_t m = 0x03030303u;
+  return _mm_slli_epi16(_mm_set_epi32(static_cast<int>((word >> 6) & m), static_cast<int>((word >> 4) & m),
+                                      static_cast<int>((word >> 2) & m), static_cast<int>(word & m)),
+                        4);
+}
+
+// scalar_values on AVX2: the same operations per value, so the same bits.
+void values(const GroupValues& v, int r, float* out) {
+  __m128i codes[2];
+  if (v.int8) {
+    codes[0] = row_bytes(v.chunks, r);
+    codes[1] = row_bytes(v.chunks + 4 * kChunkBytes, r);
+  } else {
+    const __m128i bytes = row_bytes(v.chunks, r), mask = _mm_set1_epi8(0x0f);
+    codes[0] = _mm_and_si128(bytes, mask);
+    codes[1] = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);
+    if (v.high != nullptr) {
+      codes[0] = _mm_or_si128(codes[0], top_bits(u32_at(v.high + r * 4)));
+      codes[1] = _mm_or_si128(codes[1], top_bits(u32_at(v.high + 64 + r * 4)));
+    }
+  }
+  const __m256i centre = _mm256_set1_epi32(v.centre);
+  for (int half = 0; half < 2; ++half) {
+    const __m256 scale = _mm256_set1_ps(v.scale[half]);
+    for (int eighth = 0; eighth < 2; ++eighth) {
+      const __m128i part = eighth == 0 ? codes[half] : _mm_srli_si128(codes[half], 8);
+      const __m256i q = v.int8 ? _mm256_cvtepi8_epi32(part) : _mm256_cvtepu8_epi32(part);
+      __m256 value;
+      if (v.offsets) {
+        value = _mm256_add_ps(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(q)), _mm256_set1_ps(v.offset));
+      } else {
+        value = _mm256_mul_ps(scale, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, centre)));
+      }
+      _mm256_storeu_ps(out + half * 16 + eighth * 8, value);
+    }
+  }
+}
 }  // namespace avx2_16
 #pragma GCC pop_options
 
@@ -414,7 +550,7 @@ void row16_matmul_rows(const MatmulArgs& a, int64_t n0, int64_t n1, int level) {
   scalar16::tiles(a, n0, n1);
 }
 
-void row16_dequantize_rows(const DequantArgs& a, int64_t n0, int64_t n1) {
+void row16_dequantize_rows(const DequantArgs& a, int64_t n0, int64_t n1, int level) {
   const int64_t bytes = tile_bytes(a.kind, a.K);
   float values[kGroup];
   for (int64_t n = n0; n < n1; ++n) {
@@ -422,75 +558,26 @@ void row16_dequantize_rows(const DequantArgs& a, int64_t n0, int64_t n1) {
     const int r = static_cast<int>(row % kTileRows);
     const uint8_t* tile = static_cast<const uint8_t*>(a.codes) + row / kTileRows * bytes;
     for (int64_t g = 0; g < a.K / kGroup; ++g) {
-      // the group's codes q [32] and what makes values of them, as gguf.quants computes
-      // them: scale * (q - centre) (Q4_0, Q6_K: a subtraction exact in floats), or
-      // scale * q + offset, a multiply then an add (Q4_1, Q4_K)
-      uint8_t q[32];
-      const uint8_t* chunks;
-      const uint8_t* high = nullptr;
-      float scale[2], offset = 0.0f;
-      int centre = 0;
-      switch (a.kind) {
-        case WeightKind::kQ4_0x16: {
-          const uint8_t* p = tile + g * kQ4_0Group;
-          chunks = p + 32;
-          scale[0] = scale[1] = from_f16(u16_at(p + 2 * r));
-          centre = 8;
-          break;
-        }
-        case WeightKind::kQ4_1x16: {
-          const uint8_t* p = tile + g * kQ4_1Group;
-          chunks = p + 64;
-          scale[0] = scale[1] = from_f16(u16_at(p + 2 * r));
-          offset = from_f16(u16_at(p + 32 + 2 * r));
-          break;
-        }
-        case WeightKind::kQ4Kx16: {
-          const uint8_t* block = tile + g / 8 * kQ4KBlock;
-          const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
-          chunks = p + 32;
-          scale[0] = scale[1] = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
-          offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
-          break;
-        }
-        case WeightKind::kQ8_0x16: {  // d * q, q signed
-          const uint8_t* p = tile + g * kQ8Group;
-          const float d = from_f16(u16_at(p + 2 * r));
-          for (int j = 0; j < kGroup; ++j)
-            values[j] = d * static_cast<float>(static_cast<int8_t>(p[32 + (j / 4) * kChunkBytes + r * 4 + j % 4]));
-          store_values(a, n * a.K + g * kGroup, values);
-          continue;
-        }
-        default: {  // kQ6Kx16
-          const uint8_t* block = tile + g / 8 * kQ6KBlock;
-          const uint8_t* p = block + 32 + g % 8 * kQ6KGroup;
-          chunks = p + 32;
-          high = p + 32 + kNibbleBytes;
-          const float d = from_f16(u16_at(block + 2 * r));
-          scale[0] = d * static_cast<float>(static_cast<int8_t>(p[r]));
-          scale[1] = d * static_cast<float>(static_cast<int8_t>(p[16 + r]));
-          centre = 32;
-        }
+      const GroupValues v = group_values(a.kind, tile, g, r);
+#if defined(__x86_64__)
+      if (level >= 1) {
+        avx2_16::values(v, r, values);
+        store_values(a, n * a.K + g * kGroup, values);
+        continue;
       }
-      for (int c = 0; c < 4; ++c) {
-        for (int i = 0; i < 4; ++i) {
-          const uint8_t byte = chunks[c * kChunkBytes + r * 4 + i];
-          q[4 * c + i] = byte & 0x0f;
-          q[16 + 4 * c + i] = byte >> 4;
-          if (high != nullptr) {
-            q[4 * c + i] |= ((high[r * 4 + i] >> (2 * c)) & 3) << 4;
-            q[16 + 4 * c + i] |= ((high[64 + r * 4 + i] >> (2 * c)) & 3) << 4;
-          }
-        }
-      }
-      const bool offsets = a.kind == WeightKind::kQ4_1x16 || a.kind == WeightKind::kQ4Kx16;
-      for (int j = 0; j < kGroup; ++j) {
-        values[j] = offsets ? scale[j / 16] * static_cast<float>(q[j]) + offset
-                            : scale[j / 16] * static_cast<float>(static_cast<int>(q[j]) - centre);
-      }
+#else
+      (void)level;
+#endif
+      scalar_values(v, r, values);
       store_values(a, n * a.K + g * kGroup, values);
     }
   }
+}
+
+void row16_gather(WeightKind kind, const void* codes, int64_t K, const int64_t* ids, int64_t count, float* out,
+                  int level) {
+  for (int64_t i = 0; i < count; ++i)
+    row16_dequantize_rows(DequantArgs{kind, codes, nullptr, false, 1, K, out + i * K, false, ids[i]}, 0, 1, level);
 }
 
 void interleave16(WeightKind source, const uint8_t* blocks, const uint16_t* scales, int64_t N, int64_t K, uint8_t* out) {
