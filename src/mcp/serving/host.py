@@ -40,6 +40,9 @@ class ModelLoader(Protocol):
 
     def unload(self, key: str) -> None: ...
 
+    def after_ready(self, key: str) -> None:
+        """``key`` has served its warm-up: background work (a spare worker's start) may begin."""
+
     def close(self) -> None: ...
 
 
@@ -54,6 +57,9 @@ class InProcessModels:
 
     def unload(self, key: str) -> None:
         self.session.unload_model(key)
+
+    def after_ready(self, key: str) -> None:
+        """Nothing to start in the background."""
 
     def close(self) -> None:
         """Nothing of its own to end: the Session's models are unloaded one by one."""
@@ -126,6 +132,7 @@ class ModelHost:
             _warm_up(model)
             loaded = ModelVersion(spec.name, spec.version, spec.source, model, load_s,
                                   time.perf_counter() - started)
+            self.loader.after_ready(key)
             for listener in self._on_load:
                 listener(loaded)
             with self._lock:

@@ -29,6 +29,13 @@ def _models(**limits) -> WorkerModels:
     return WorkerModels(Session(RuntimeConfig(device="cpu", num_threads=1, serving=serving)))
 
 
+def _load(models: WorkerModels, source: Path, key: str):
+    """A load as ModelHost makes it: the next spare is launched once the model is ready."""
+    model = models.load(ServedModel("tiny", str(source)), key)
+    models.after_ready(key)
+    return model
+
+
 def _children() -> set[int]:
     """This process's live child processes (zombies included: a child not yet reaped)."""
     found = set()
@@ -63,11 +70,11 @@ def models():
 
 
 def test_a_load_takes_the_idle_spare_and_the_next_one_starts(models, tiny_mcp):
-    first = models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")
+    first = _load(models, tiny_mcp, "tiny:1")
     assert worker_loop(first).supervisor.from_spare is False  # no spare before the first load
     assert models.spares.wait_ready(START_S)
     (spare_pid,) = models.spares.pids
-    second = models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:2")
+    second = _load(models, tiny_mcp, "tiny:2")
     supervisor = worker_loop(second).supervisor
     assert supervisor.from_spare is True and supervisor.process.pid == spare_pid
     assert spare_pid not in models.spares.pids  # consumed
@@ -80,7 +87,7 @@ def test_a_load_takes_the_idle_spare_and_the_next_one_starts(models, tiny_mcp):
 
 
 def test_an_idle_spare_is_sandboxed_and_has_no_model_open(models, tiny_mcp):
-    models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")
+    _load(models, tiny_mcp, "tiny:1")
     assert models.spares.wait_ready(START_S)
     (spare_pid,) = models.spares.pids
     status = _proc_status(spare_pid)  # read from outside, before it is given a model
@@ -92,30 +99,30 @@ def test_an_idle_spare_is_sandboxed_and_has_no_model_open(models, tiny_mcp):
 
 
 def test_a_killed_spare_is_replaced(models, tiny_mcp):
-    models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")
+    _load(models, tiny_mcp, "tiny:1")
     assert models.spares.wait_ready(START_S)
     (killed,) = models.spares.pids
     os.kill(killed, signal.SIGKILL)
     _wait_for(lambda: models.spares.pids and models.spares.pids[0] != killed)
     assert models.spares.num_replaced == 1 and killed not in _children()  # reaped
-    loaded = models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:2")
+    loaded = _load(models, tiny_mcp, "tiny:2")
     assert worker_loop(loaded).supervisor.from_spare is True
     assert loaded.infer("Hi", **GREEDY).usage.completion_tokens == 4
 
 
 def test_a_spare_started_with_another_environment_is_discarded(models, tiny_mcp, monkeypatch):
-    models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")
+    _load(models, tiny_mcp, "tiny:1")
     assert models.spares.wait_ready(START_S)
     (stale,) = models.spares.pids
     monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a worker started now would get it: the spare lacks it
-    loaded = models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:2")
+    loaded = _load(models, tiny_mcp, "tiny:2")
     assert worker_loop(loaded).supervisor.from_spare is False
     assert worker_loop(loaded).supervisor.process.pid != stale and stale not in _children()
     assert "OMP_NUM_THREADS" in worker_loop(loaded).probe()["environment"]
 
 
 def test_a_spare_for_other_settings_is_not_taken(models, tiny_mcp):
-    models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")
+    _load(models, tiny_mcp, "tiny:1")
     assert models.spares.wait_ready(START_S)
     (spare,) = models.spares.pids
     launch = worker_loop(models._models["tiny:1"]).supervisor.spec.launch
@@ -139,8 +146,8 @@ def test_no_worker_is_left_after_the_host_closes(tiny_mcp):
 def test_no_spare_without_spare_workers(tiny_mcp):
     models = _models(spare_workers=0)
     try:
-        models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")
-        second = models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:2")
+        _load(models, tiny_mcp, "tiny:1")
+        second = _load(models, tiny_mcp, "tiny:2")
         assert models.spares is None and worker_loop(second).supervisor.from_spare is False
         assert len(_children()) >= 2
     finally:

@@ -43,6 +43,7 @@ def sandboxed(request, tiny_mcp):
         models = WorkerModels(Session(_config()), measurements=[{"pcr": 10, "digest": "ab" * 32}])
         if request.param == "spare":
             models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:0")
+            models.after_ready("tiny:0")  # as ModelHost does: the next spare starts
             assert models.spares.wait_ready(120.0)
             models.unload("tiny:0")
         model = models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")

@@ -90,9 +90,16 @@ class WorkerModels:
             raise
         with self._lock:
             self._models[key] = model
-        if self.spares is not None:  # the next load's worker starts now, with this tokenizer as its hint
-            self.spares.refill(worker_spec.launch, asdict(view.header.tokenizer))
         return model
+
+    def after_ready(self, key: str) -> None:
+        """Launch the next load's spare now that ``key`` is served (not before: its start-up
+        would compete with the warm-up), its tokenizer as the spare's hint."""
+        with self._lock:
+            model = self._models.get(key)
+        loop = worker_loop(model) if model is not None else None
+        if self.spares is not None and loop is not None:
+            self.spares.refill(loop.supervisor.spec.launch, asdict(model.engine.header.tokenizer))
 
     def unload(self, key: str) -> None:
         with self._lock:
