@@ -1,7 +1,9 @@
 """A model's worker process: ``python -m mcp.serving.isolation.worker FD NAME``.
 
 FD is its end of the socketpair to the supervisor; NAME (the model's name:version, or
-``spare``) is only there for ``ps``. The worker reads its ``WorkerLaunch`` (a ``prepare``
+``spare``) is only there for ``ps``; once given its model, a worker also takes the model's
+name:version as its process name (``ps -o pid,comm``, ``/proc/PID/comm``: 15 characters), so
+that a worker that was a spare shows which model it serves too. The worker reads its ``WorkerLaunch`` (a ``prepare``
 frame), sets its threads, enters the sandbox (sandbox.py), and says ``idle``: from here on it
 runs sandboxed, and a spare worker (spares.py) waits here, its interpreter, torch and kernels
 already loaded. Given its ``WorkerSpec`` (a ``start`` frame), it sets its address space limit,
@@ -41,11 +43,12 @@ from mcp.modelfile.spec import TokenizerSpec
 from mcp.runtime.session import load_on_a_passing_thread
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.probe import measure_isolation
-from mcp.serving.isolation.sandbox import enter_sandbox, limit_address_space
+from mcp.serving.isolation.sandbox import enter_sandbox, libc, limit_address_space
 from mcp.serving.isolation.spec import WorkerLaunch, WorkerSpec
 from mcp.serving.isolation.wire import MAX_FRAME_BYTES, ChannelClosed, FrameChannel
 
 logger = logging.getLogger("mcp.serving.isolation")
+PR_SET_NAME = 15
 
 
 def main(argv: list[str]) -> int:
@@ -93,6 +96,11 @@ class Prepared:
         return cls(launch, device, sandbox)
 
 
+def _name_process(name: str) -> None:
+    """``prctl(PR_SET_NAME)``: the main thread's name is the process's ``comm``."""
+    libc().prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
 def _build_tokenizer_ahead(data: dict[str, Any]) -> None:
     """Parse the tokenizer of a model served before (sent by the supervisor; parsing it is most of
     a warm load) into the tokenizer cache. Only a hint: the load uses it only when the model
@@ -119,6 +127,7 @@ class Worker:
             raise ConfigError(f"the worker was started for {prepared.launch} but given model {spec.name} "
                               f"with {spec.launch}")
         started, sandbox = time.perf_counter(), prepared.sandbox
+        _name_process(spec.name)
         model_bytes = os.stat(spec.model_path).st_size
         limit_address_space(sandbox, address_space_bytes(spec.limits, model_bytes, prepared.device.type))
         model_fd = os.open(spec.model_path, os.O_RDONLY | os.O_CLOEXEC)
