@@ -152,3 +152,22 @@ def test_no_spare_without_spare_workers(tiny_mcp):
         assert len(_children()) >= 2
     finally:
         models.close()
+
+
+def test_a_restart_after_a_crash_takes_the_spare(tiny_mcp):
+    serving = ServingConfig(isolation="worker", worker=WorkerLimits(restart_backoff_s=0.0))
+    host = ModelHost(Session(RuntimeConfig(device="cpu", num_threads=1, serving=serving)))
+    try:
+        host.load(ServedModel("tiny", str(tiny_mcp), "1"))
+        assert host.loader.spares.wait_ready(START_S)
+        (spare_pid,) = host.loader.spares.pids
+        with host.acquire("tiny") as version:
+            supervisor = worker_loop(version.model).supervisor
+            os.kill(supervisor.process.pid, signal.SIGKILL)
+            result = version.model.infer("Hi", **GREEDY)  # waits for the restart
+            assert result.usage.completion_tokens == 4
+            assert supervisor.num_restarts == 1 and supervisor.process.pid == spare_pid
+        assert host.loader.spares.wait_ready(START_S)  # and the restart launched the next spare
+        assert host.loader.spares.pids != [spare_pid]
+    finally:
+        host.close()

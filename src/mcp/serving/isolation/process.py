@@ -59,6 +59,11 @@ class WorkerProcess:
         try:
             launched.channel.send(spec.to_wire())
             ready = expect(launched.popen, launched.channel, "ready", spec.limits.start_timeout_s, spec.name)
+        except ChannelClosed:  # it died before it could be given its model
+            launched.channel.close()
+            end(launched.popen)
+            raise WorkerUnavailableError(f"the worker for model {spec.name} {describe_exit(launched.popen.returncode)} "
+                                         "before it was given the model") from None
         except BaseException:
             launched.channel.close()
             end(launched.popen)

@@ -50,8 +50,8 @@ class SpareWorkers:
         self._tokenizer: Mapping[str, Any] | None = None
         self._losses: collections.deque[float] = collections.deque()
         self._wake_reader, self._wake_writer = socket.socketpair()
+        self._wake_writer.setblocking(False)  # a full buffer already wakes the watcher
         self._watcher = threading.Thread(target=self._watch, name="mcp-spare-watch", daemon=True)
-        self._watcher.start()
 
     @property
     def pids(self) -> list[int]:
@@ -71,8 +71,8 @@ class SpareWorkers:
             self._idle = matching[1:]
         self._wake()
         for spare in stale:
-            logger.info("spare worker pid %d was started with other settings than model loads get now; "
-                        "discarding it", spare.pid)
+            logger.info("spare worker pid %d was started with other settings than this load's (or has "
+                        "exited); discarding it", spare.pid)
             spare.discard()
         return taken
 
@@ -84,6 +84,8 @@ class SpareWorkers:
                 return
             self._launch = launch
             self._tokenizer = tokenizer if tokenizer is not None else self._tokenizer
+            if not self._watcher.is_alive() and self._watcher.ident is None:
+                self._watcher.start()  # with the first spare: a pool never filled has no thread
             self._starting = [t for t in self._starting if t.is_alive()]
             missing = self.num_spares - len(self._idle) - len(self._starting)
             for _ in range(max(0, missing)):
@@ -113,7 +115,8 @@ class SpareWorkers:
                 popen.kill()
         for starter in starting:
             starter.join(_CLOSE_WAIT_S)  # it sees _closed and discards what it started
-        self._watcher.join(5.0)
+        if self._watcher.ident is not None:
+            self._watcher.join(5.0)
         self._wake_writer.close()
         self._wake_reader.close()
 
@@ -189,4 +192,4 @@ class SpareWorkers:
         try:
             self._wake_writer.send(b"x")
         except OSError:
-            pass  # closed: the watcher has stopped
+            pass  # closed (the watcher has stopped), or full (it will wake)
