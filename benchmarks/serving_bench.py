@@ -6,7 +6,10 @@ MODEL is a .mcp path or a catalog name (default smollm2-135m-instruct). Prints n
 
 1. load-to-ready: ``ModelHost.load`` of a new version of the served model while it serves
    (the swap path of ``POST /admin/models``): the load call, and the load plus a first token.
-   Compared with the brief's 100 ms hot-plug target as a ratio.
+   Compared with the brief's 100 ms hot-plug target as a ratio. With worker isolation (the
+   default on Linux) each swap first waits until the spare worker is idle (the time it waited
+   is printed apart: a swap sooner than a spare's start-up after the last one starts its own
+   worker), and the memory of an idle spare is printed beside a serving worker's.
 2. TTFT: the same greedy prompt, streamed, alternately to a model loaded in this process
    (``model.stream``) and through a real ``mcp2026 serve`` process on 127.0.0.1
    (``/v1/completions``, httpx); one request at a time, so neither competes with the other, and
@@ -30,6 +33,7 @@ from mcp.config.runtime import RuntimeConfig
 from mcp.config.serving import ServedModel
 from mcp.runtime.session import Session
 from mcp.serving.host import ModelHost
+from mcp.serving.isolation.models import worker_loop
 
 TARGET_S = 0.100
 PROMPT = "Write one sentence about the sea."
@@ -53,22 +57,50 @@ def measure_swaps(model: str, num_swaps: int, threads: int | None) -> None:
     with Session(RuntimeConfig(device="cpu", num_threads=threads)) as session:
         host = ModelHost(session)
         host.load(ServedModel("m", model, "0"))  # the first load also warms the page cache
-        loads, readies = [], []
+        spares = getattr(host.loader, "spares", None)
+        loads, readies, waits, num_from_spare, memory, serving = [], [], [], 0, None, None
         for version in range(1, num_swaps + 1):
+            if spares is not None:
+                started = time.perf_counter()
+                spares.wait_ready(300.0)
+                waits.append(time.perf_counter() - started)
+                if memory is None and spares.pids:
+                    memory = _memory(spares.pids[0])
             loaded = host.load(ServedModel("m", model, str(version)))
             loads.append(loaded.load_s)
             readies.append(loaded.load_to_ready_s)
+            loop = worker_loop(loaded.model)
+            num_from_spare += bool(loop is not None and loop.supervisor.from_spare)
+            serving = _memory(loop.supervisor.process.pid) if loop is not None else None
         host.close()
-    print(f"hot swap of {model}, {num_swaps} swaps (median, min-max):")
+    print(f"hot swap of {model}, {num_swaps} swaps (median, min-max), {num_from_spare} from a spare worker:")
     for label, values in (("load call", loads), ("load to ready (first token)", readies)):
         median = statistics.median(values)
         print(f"  {label:30} {median * 1000:8.1f} ms  ({min(values) * 1000:.1f}-{max(values) * 1000:.1f})"
               f"  = {median / TARGET_S:.2f}x the 100 ms target")
+    if waits:
+        print(f"  waited for the spare before each swap: median {statistics.median(waits) * 1000:.0f} ms "
+              f"(max {max(waits) * 1000:.0f})")
+    if memory and serving:
+        print(f"  memory: idle spare RSS {memory[0]:.0f} MiB, PSS {memory[1]:.0f} MiB; "
+              f"a serving worker RSS {serving[0]:.0f} MiB, PSS {serving[1]:.0f} MiB")
+
+
+def _memory(pid: int) -> tuple[float, float]:
+    """(RSS, PSS) of a process in MiB, from /proc/PID/smaps_rollup."""
+    fields = {}
+    with open(f"/proc/{pid}/smaps_rollup") as rollup:
+        for line in rollup:
+            name, _, rest = line.partition(":")
+            if rest.strip().endswith("kB"):
+                fields[name] = int(rest.split()[0]) / 1024
+    return fields["Rss"], fields["Pss"]
 
 
 def measure_ttft(model: str, num_requests: int, max_tokens: int, threads: int | None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         server, url = _start_server(model, Path(folder), threads)
+        time.sleep(5.0)  # the server's spare worker starts after its model loads: not during the requests
         try:
             sdk = Session(RuntimeConfig(device="cpu", num_threads=threads)).load_model(model)
             options = {"max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}

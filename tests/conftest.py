@@ -153,10 +153,11 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")
 
     def worker_pid(self, key: str) -> int:
-        """The pid of the server's worker process serving ``key`` (its command line names it)."""
+        """The pid of the server's worker process serving ``key``: its process name (``comm``) is
+        the key's first 15 characters (a worker taken from a spare has ``spare`` on its command line)."""
         for task in Path(f"/proc/{self.process.pid}/task").iterdir():
             for child in (task / "children").read_text().split():
-                if key in Path(f"/proc/{child}/cmdline").read_text():
+                if Path(f"/proc/{child}/comm").read_text().strip() == key[:15]:
                     return int(child)
         raise AssertionError(f"no worker for {key} under pid {self.process.pid}")
 

@@ -24,11 +24,12 @@ def test_worker_is_refused_where_there_is_no_sandbox():
 def test_the_worker_section_is_read():
     config = config_from_dict({"serving": {"isolation": "none", "worker": {
         "address_space_gib": 8, "max_open_files": 256, "network_namespace": False,
-        "restart_backoff_s": 1, "max_restarts_per_minute": 3}}})
+        "restart_backoff_s": 1, "max_restarts_per_minute": 3, "spare_workers": 0}}})
     assert config.serving.isolation == "none"
     limits = config.serving.worker
     assert (limits.address_space_gib, limits.max_open_files, limits.network_namespace) == (8, 256, False)
     assert (limits.restart_backoff_s, limits.max_restarts_per_minute) == (1, 3)
+    assert limits.spare_workers == 0 and config_from_dict({}).serving.worker.spare_workers == 1
 
 
 @pytest.mark.parametrize("serving, text", [
@@ -37,6 +38,7 @@ def test_the_worker_section_is_read():
     ({"worker": {"address_space_gib": "lots"}}, "serving.worker.address_space_gib"),
     ({"worker": {"address_space_gib": -1}}, "address_space_gib must be positive, auto or unlimited"),
     ({"worker": {"seccom": False}}, "serving.worker.seccom: unknown key"),
+    ({"worker": {"spare_workers": -1}}, "serving.worker.spare_workers"),
     ({"worker": {"restart_backoff_s": 5, "restart_backoff_max_s": 1}}, "restart_backoff_max_s must be at least"),
 ])
 def test_bad_values_are_config_errors(serving, text):

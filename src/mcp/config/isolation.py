@@ -30,6 +30,7 @@ class WorkerSection(StrictSection):
     restart_backoff_s: float = pydantic.Field(0.5, ge=0)  # the first restart waits this long, doubling
     restart_backoff_max_s: float = pydantic.Field(30.0, ge=0)
     max_restarts_per_minute: int = pydantic.Field(5, ge=1)  # past this, the model stays down
+    spare_workers: int = pydantic.Field(1, ge=0, le=8)  # sandboxed workers started ahead of a load; 0: none
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class WorkerLimits:
     restart_backoff_s: float = 0.5
     restart_backoff_max_s: float = 30.0
     max_restarts_per_minute: int = 5
+    spare_workers: int = 1  # started ahead, sandboxed, waiting for a model (serving/isolation/spares.py)
 
 
 def default_isolation(platform: str = sys.platform) -> str:

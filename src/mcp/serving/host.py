@@ -40,6 +40,11 @@ class ModelLoader(Protocol):
 
     def unload(self, key: str) -> None: ...
 
+    def after_ready(self, key: str) -> None:
+        """``key`` has served its warm-up: background work (a spare worker's start) may begin."""
+
+    def close(self) -> None: ...
+
 
 class InProcessModels:
     """Models loaded into the host's Session (``serving.isolation: none``)."""
@@ -52,6 +57,12 @@ class InProcessModels:
 
     def unload(self, key: str) -> None:
         self.session.unload_model(key)
+
+    def after_ready(self, key: str) -> None:
+        """Nothing to start in the background."""
+
+    def close(self) -> None:
+        """Nothing of its own to end: the Session's models are unloaded one by one."""
 
 
 def default_loader(session: Session) -> ModelLoader:
@@ -96,6 +107,8 @@ class ModelHost:
         self._current: dict[str, str] = {}  # name -> key of its current version
         self._on_load: list[Listener] = []
         self._on_unload: list[Listener] = []
+        self._unloading: set[threading.Thread] = set()  # retired versions being unloaded now
+        self._unloading_lock = threading.Lock()  # _unload_later runs with and without _lock held
 
     # -- listeners (metrics add their hooks to each version) --------------------------------
     def add_listeners(self, on_load: Listener, on_unload: Listener) -> None:
@@ -119,6 +132,7 @@ class ModelHost:
             _warm_up(model)
             loaded = ModelVersion(spec.name, spec.version, spec.source, model, load_s,
                                   time.perf_counter() - started)
+            self.loader.after_ready(key)
             for listener in self._on_load:
                 listener(loaded)
             with self._lock:
@@ -161,11 +175,17 @@ class ModelHost:
         return retired
 
     def close(self) -> None:
-        """Unload everything now (requests still running end with RequestCancelled)."""
+        """Unload everything now (requests still running end with RequestCancelled), wait for
+        the unloads of retired versions under way, and close the loader (its spare workers)."""
         with self._lock:
             versions, self._versions, self._current = list(self._versions.values()), {}, {}
+        with self._unloading_lock:
+            unloading = list(self._unloading)
         for loaded in versions:
             self._unload_now(loaded)
+        for thread in unloading:
+            thread.join()
+        self.loader.close()
 
     # -- serving requests -----------------------------------------------------------------
     @contextmanager
@@ -252,7 +272,17 @@ class ModelHost:
     def _unload_later(self, loaded: ModelVersion) -> None:
         """Unload on a thread of its own: closing a loop joins its thread, which must not hold
         up the request (or the event loop) that released the version last."""
-        threading.Thread(target=self._unload_now, args=(loaded,), name=f"mcp-unload-{loaded.key}").start()
+        thread = threading.Thread(target=self._unload_and_forget, args=(loaded,), name=f"mcp-unload-{loaded.key}")
+        with self._unloading_lock:
+            self._unloading.add(thread)
+        thread.start()
+
+    def _unload_and_forget(self, loaded: ModelVersion) -> None:
+        try:
+            self._unload_now(loaded)
+        finally:
+            with self._unloading_lock:
+                self._unloading.discard(threading.current_thread())
 
     def _unload_now(self, loaded: ModelVersion) -> None:
         with self._lock:

@@ -35,16 +35,23 @@ def listener():
         yield server.getsockname()
 
 
-@pytest.fixture(scope="module")
-def sandboxed(tiny_mcp):
+@pytest.fixture(scope="module", params=["fresh", "spare"])
+def sandboxed(request, tiny_mcp):
+    """A model's worker started for its load, or a spare started ahead and given the model."""
     os.environ[SECRET] = "sk-do-not-leak"  # in the server's environment when the worker starts
     try:
         models = WorkerModels(Session(_config()), measurements=[{"pcr": 10, "digest": "ab" * 32}])
+        if request.param == "spare":
+            models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:0")
+            models.after_ready("tiny:0")  # as ModelHost does: the next spare starts
+            assert models.spares.wait_ready(120.0)
+            models.unload("tiny:0")
         model = models.load(ServedModel("tiny", str(tiny_mcp)), "tiny:1")
+        assert worker_loop(model).supervisor.from_spare is (request.param == "spare")
     finally:
         del os.environ[SECRET]
     yield model
-    models.unload("tiny:1")
+    models.close()
 
 
 def test_the_worker_cannot_reach_the_network_or_make_sockets(sandboxed, listener):
@@ -110,7 +117,7 @@ def test_without_the_namespace_sockets_are_still_refused(tiny_mcp, listener):
         report = worker_loop(model).probe(*listener)
         ready = worker_report(model)
     finally:
-        models.unload("tiny:open")
+        models.close()
     assert report["network_namespace"] == os.readlink("/proc/self/ns/net")
     assert ready["sandbox"]["network_namespace"].startswith("skipped")
     assert report["connect"] == "EPERM" and report["new_socket"] == "EPERM" and report["exec"] == "EPERM"

@@ -43,7 +43,7 @@ def sandbox_check(args: argparse.Namespace) -> int:
         report = worker_loop(model).probe(host, int(port))
         ready = worker_report(model) or {}
     finally:
-        models.unload("sandbox-check:1")
+        models.close()
     if args.json:
         print(json.dumps({"probe": report, "ready": ready}, indent=2, sort_keys=True))
     rows = judge(report)

@@ -1,8 +1,7 @@
 """``WorkerProcess``: one running worker, seen from the supervisor.
 
-Started as a fresh interpreter (``subprocess`` with an allowlisted environment and only its
-end of a socketpair passed: never a fork of the server after its threads and torch started).
-Every frame to it goes through a queue and one writer thread, so that ``send`` never blocks
+Made from a ``LaunchedWorker`` (launch.py: a fresh interpreter, sandboxed, waiting), taken
+from the spares (spares.py) or launched for it, by sending it its model. Every frame to it goes through a queue and one writer thread, so that ``send`` never blocks
 and is safe from a finalizer (a dropped stream cancels its request). ``send`` encodes the frame
 on the caller's thread: a value the wire cannot carry is the caller's InvalidRequestError, and
 the writer only ever writes bytes. Should the writer fail anyway, it kills the worker, so that
@@ -16,10 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 import queue
-import signal
-import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -28,7 +24,8 @@ from typing import Any
 
 from mcp.base.errors import InvalidRequestError, WorkerUnavailableError
 from mcp.serving.isolation import codec
-from mcp.serving.isolation.spec import WorkerSpec, worker_environment
+from mcp.serving.isolation.launch import LaunchedWorker, describe_exit, end, expect
+from mcp.serving.isolation.spec import WorkerSpec
 from mcp.serving.isolation.wire import ChannelClosed, FrameChannel, UnsendableFrame, encode
 
 logger = logging.getLogger("mcp.serving.isolation")
@@ -53,25 +50,25 @@ class WorkerProcess:
 
     @classmethod
     def spawn(cls, spec: WorkerSpec, on_steps: Callable[[dict[str, Any]], None],
-              on_exit: Callable[[WorkerProcess, str], None]) -> WorkerProcess:
-        """Start a worker and wait until it has loaded the model; raises the error it reports
-        (a bad model file is a ModelFormatError) or WorkerUnavailableError."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+              on_exit: Callable[[WorkerProcess, str], None], launched: LaunchedWorker | None = None) -> WorkerProcess:
+        """Give ``launched`` (a fresh one when None) its model and wait until it has loaded it;
+        raises the error it reports (a bad model file is a ModelFormatError) or
+        WorkerUnavailableError."""
+        if launched is None:
+            launched = LaunchedWorker.start(spec.launch, spec.name)
         try:
-            popen = subprocess.Popen([sys.executable, "-m", "mcp.serving.isolation.worker", str(theirs.fileno()),
-                                      spec.name],  # the name only shows in ps: which model it serves
-                                     pass_fds=(theirs.fileno(),), env=worker_environment(),
-                                     stdin=subprocess.DEVNULL)
-        finally:
-            theirs.close()
-        channel = FrameChannel(ours)
-        try:
-            ready = _handshake(spec, popen, channel)
+            launched.channel.send(spec.to_wire())
+            ready = expect(launched.popen, launched.channel, "ready", spec.limits.start_timeout_s, spec.name)
+        except ChannelClosed:  # it died before it could be given its model
+            launched.channel.close()
+            end(launched.popen)
+            raise WorkerUnavailableError(f"the worker for model {spec.name} {describe_exit(launched.popen.returncode)} "
+                                         "before it was given the model") from None
         except BaseException:
-            channel.close()
-            _end(popen)
+            launched.channel.close()
+            end(launched.popen)
             raise
-        return cls(spec, popen, channel, ready, on_steps, on_exit)
+        return cls(spec, launched.popen, launched.channel, ready, on_steps, on_exit)
 
     @property
     def pid(self) -> int:
@@ -114,7 +111,7 @@ class WorkerProcess:
         try:
             self.popen.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            _end(self.popen)
+            end(self.popen)
         self.channel.close()
 
     # -- threads --------------------------------------------------------------------------
@@ -163,40 +160,6 @@ class WorkerProcess:
         try:
             code = self.popen.wait(5.0)
         except subprocess.TimeoutExpired:  # the channel broke but the process lives: end it
-            _end(self.popen)
+            end(self.popen)
             return f"broke its channel ({closed}) and was killed"
         return describe_exit(code)
-
-
-def describe_exit(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with status {code}"
-
-
-def _handshake(spec: WorkerSpec, popen: subprocess.Popen, channel: FrameChannel) -> dict[str, Any]:
-    channel.send(spec.to_wire())
-    channel.sock.settimeout(spec.limits.start_timeout_s)
-    try:
-        first = channel.recv()
-    except ChannelClosed:
-        if popen.poll() is None:
-            raise WorkerUnavailableError(f"the worker of model {spec.name} was not ready in "
-                                         f"{spec.limits.start_timeout_s:g} s (serving.worker.start_timeout_s)") from None
-        raise WorkerUnavailableError(f"the worker of model {spec.name} {describe_exit(popen.wait())} before it "
-                                     "was ready; the server log has its output") from None
-    channel.sock.settimeout(None)
-    if first["op"] == "failed":
-        raise codec.decode_error(first.get("error") or {})
-    if first["op"] != "ready":
-        raise WorkerUnavailableError(f"the worker of model {spec.name} sent {first['op']!r} instead of ready")
-    return first
-
-
-def _end(popen: subprocess.Popen) -> None:
-    if popen.poll() is None:
-        popen.kill()
-    popen.wait()

@@ -1,6 +1,8 @@
 """``WorkerSpec``: everything a model's worker process is told, and nothing more.
 
-The worker gets the model file's path, the engine and loop settings and its sandbox limits.
+A worker is told in two steps. First its ``WorkerLaunch`` (device, threads, sandbox limits):
+what it needs to import, set up and enter its sandbox, before it knows any model; a spare
+worker (spares.py) stops there and waits. Then its ``WorkerSpec``: the worker gets the model file's path, the engine and loop settings and its sandbox limits.
 It never sees the server's tenants, API key digests, audit key, governance config or the
 environment's secrets (``worker_environment`` keeps only what the engine needs to run).
 ``measurements`` is an opaque list the supervisor passes in (the measured launch log, for
@@ -46,6 +48,27 @@ class EngineSettings:
 
 
 @dataclass(frozen=True)
+class WorkerLaunch:
+    """What a worker is started and sandboxed with, before it is given a model. A spare worker
+    serves a load only when the load's launch equals the spare's (else it is discarded)."""
+
+    device: str
+    num_threads: int | None
+    limits: WorkerLimits
+
+    def to_wire(self, tokenizer: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The ``prepare`` frame; ``tokenizer`` (a TokenizerSpec as a dict, from a model served
+        before) is only a hint the worker may build ahead (worker.py)."""
+        return {"op": "prepare", "device": self.device, "num_threads": self.num_threads,
+                "limits": asdict(self.limits), "tokenizer": tokenizer}
+
+    @classmethod
+    def from_wire(cls, data: Mapping[str, Any]) -> WorkerLaunch:
+        threads = data["num_threads"]
+        return cls(str(data["device"]), None if threads is None else int(threads), WorkerLimits(**data["limits"]))
+
+
+@dataclass(frozen=True)
 class WorkerSpec:
     """One model's worker: what to load, how to sandbox it, how its loop schedules."""
 
@@ -55,6 +78,12 @@ class WorkerSpec:
     loop_config: Mapping[str, Any]  # codec.encode_loop_config
     limits: WorkerLimits
     measurements: tuple[Any, ...] = field(default_factory=tuple)  # opaque: kept and reported back
+    known_headers: tuple[str, ...] = ()  # sha256 of header JSONs the supervisor has checked (worker.py)
+
+    @property
+    def launch(self) -> WorkerLaunch:
+        """What a worker for this spec must have been started with (its ``prepare`` frame)."""
+        return WorkerLaunch(self.engine.device, self.engine.num_threads, self.limits)
 
     def to_wire(self) -> dict[str, Any]:
         return {"op": "start", **asdict(self), "loop_config": dict(self.loop_config)}
@@ -65,4 +94,5 @@ class WorkerSpec:
         engine["precision_overrides"] = tuple(tuple(pair) for pair in engine["precision_overrides"])
         return cls(name=str(data["name"]), model_path=str(data["model_path"]), engine=EngineSettings(**engine),
                    loop_config=dict(data["loop_config"]), limits=WorkerLimits(**data["limits"]),
-                   measurements=tuple(data.get("measurements", ())))
+                   measurements=tuple(data.get("measurements", ())),
+                   known_headers=tuple(str(digest) for digest in data.get("known_headers", ())))

@@ -5,7 +5,8 @@ A crash is logged (with how the process ended), the requests it held are ended b
 in the last minute (``serving.worker.restart_backoff_s`` up to ``restart_backoff_max_s``).
 Past ``max_restarts_per_minute`` the supervisor gives up: the model stays down and every
 request gets a WorkerUnavailableError saying so. Requests that arrive while a restart is on
-its way wait for it (up to ``start_timeout_s``).
+its way wait for it (up to ``start_timeout_s``). A worker is started from a spare when one
+with the right launch is idle (spares.py), the first one and every restart alike.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from mcp.base.errors import MCPError, WorkerUnavailableError
 from mcp.serving.isolation.process import WorkerProcess
+from mcp.serving.isolation.spares import SpareWorkers
 from mcp.serving.isolation.spec import WorkerSpec
 
 logger = logging.getLogger("mcp.serving.isolation")
@@ -34,8 +36,9 @@ class WorkerSupervisor:
     """Starts the worker at once (raising what its load raised) and restarts it when it dies."""
 
     def __init__(self, spec: WorkerSpec, on_steps: Callable[[dict[str, Any]], None],
-                 on_crash: Callable[[WorkerProcess, str], None]) -> None:
-        self.spec = spec
+                 on_crash: Callable[[WorkerProcess, str], None], spares: SpareWorkers | None = None) -> None:
+        self.spec, self.spares = spec, spares
+        self.from_spare = False  # whether the running worker was a spare
         self._on_steps, self._on_crash = on_steps, on_crash
         self._cond = threading.Condition()
         self._recent: collections.deque[float] = collections.deque()  # monotonic times of restarts
@@ -89,6 +92,17 @@ class WorkerSupervisor:
             process.stop()
 
     def _spawn(self) -> WorkerProcess:
+        """A worker for the spec: a spare's, or (none idle, or it failed before loading) a fresh one."""
+        spare = self.spares.take(self.spec.launch) if self.spares is not None else None
+        if spare is not None:
+            try:
+                process = WorkerProcess.spawn(self.spec, self._on_steps, self._exited, spare)
+                self.from_spare = True
+                return process
+            except WorkerUnavailableError as exc:  # a model file's own error (ModelFormatError) is raised
+                logger.warning("spare worker pid %d for model %s failed (%s); starting a fresh one",
+                               spare.pid, self.spec.name, exc)
+        self.from_spare = False
         return WorkerProcess.spawn(self.spec, self._on_steps, self._exited)
 
     def _exited(self, process: WorkerProcess, reason: str) -> None:
@@ -141,6 +155,8 @@ class WorkerSupervisor:
             return
         logger.warning("worker of model %s restarted (pid %d, restart %d)", self.spec.name, process.pid,
                        self.num_restarts)
+        if self.spares is not None:
+            self.spares.refill(self.spec.launch)
 
     def _give_up(self, reason: str) -> None:  # called with _cond held
         self._gave_up = (f"the worker of model {self.spec.name} kept crashing ({len(self._recent)} restarts "

@@ -1,13 +1,19 @@
 """A model's worker process: ``python -m mcp.serving.isolation.worker FD NAME``.
 
-FD is its end of the socketpair to the supervisor; NAME (the model's name:version) is only
-there for ``ps``. The worker reads its ``WorkerSpec``, enters
-the sandbox (sandbox.py), opens the model file read-only, measures it (sha256), parses, checks
-and loads the engine from that same open file, and says ``ready`` with the checked header (a
-bad file is a ``failed`` frame carrying its ``ModelFormatError``). Then it serves frames from the supervisor
-(``submit``, ``cancel``, ``stats``, ``probe``, ``shutdown``) on the main thread, while a sender
-thread batches the engine's token steps: one ``steps`` frame carries every request's new tokens
-and endings queued by then (the loop pushes one step's outputs together).
+FD is its end of the socketpair to the supervisor; NAME (the model's name:version, or
+``spare``) is only there for ``ps``; once given its model, a worker also takes the model's
+name:version as its process name (``ps -o pid,comm``, ``/proc/PID/comm``: 15 characters), so
+that a worker that was a spare shows which model it serves too. The worker reads its ``WorkerLaunch`` (a ``prepare``
+frame), sets its threads, enters the sandbox (sandbox.py), and says ``idle``: from here on it
+runs sandboxed, and a spare worker (spares.py) waits here, its interpreter, torch and kernels
+already loaded. Given its ``WorkerSpec`` (a ``start`` frame), it sets its address space limit,
+opens the model file read-only, measures it (sha256, on a thread beside the load), parses,
+checks and loads the engine from that same open file, and says ``ready`` with the checked
+header (a bad file is a ``failed`` frame carrying its ``ModelFormatError``). Then it serves
+frames from the supervisor (``submit``, ``cancel``, ``stats``, ``probe``, ``shutdown``) on the
+main thread, while a sender thread batches the engine's token steps: one ``steps`` frame
+carries every request's new tokens and endings queued by then (the loop pushes one step's
+outputs together).
 """
 
 from __future__ import annotations
@@ -23,30 +29,38 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import orjson
 import torch
 
-from mcp.base.errors import MCPError, ModelFormatError
+from mcp.base.errors import ConfigError, MCPError, ModelFormatError
 from mcp.config.isolation import address_space_bytes
 from mcp.engine.engine import EngineOptions, NativeEngine, resolve_device
 from mcp.engine.handle import RequestHandle
 from mcp.engine.hooks import HookRegistry
 from mcp.engine.loop import EngineLoop
+from mcp.engine.tokenizer import Tokenizer
+from mcp.modelfile.spec import TokenizerSpec
 from mcp.runtime.session import load_on_a_passing_thread
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.probe import measure_isolation
-from mcp.serving.isolation.sandbox import enter_sandbox
-from mcp.serving.isolation.spec import WorkerSpec
+from mcp.serving.isolation.sandbox import enter_sandbox, libc, limit_address_space
+from mcp.serving.isolation.spec import WorkerLaunch, WorkerSpec
 from mcp.serving.isolation.wire import MAX_FRAME_BYTES, ChannelClosed, FrameChannel
 
 logger = logging.getLogger("mcp.serving.isolation")
+PR_SET_NAME = 15
 
 
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     channel = FrameChannel(socket.socket(fileno=int(argv[1])))
     try:
-        spec = WorkerSpec.from_wire(channel.recv())
-        worker = Worker.start(spec, channel)
+        prepared = Prepared.enter(channel.recv(), argv[2])
+        channel.send({"op": "idle", "pid": os.getpid(), "sandbox": prepared.sandbox})
+        start = channel.recv()  # a spare waits here
+        if start["op"] != "start":
+            return 0  # a spare that is no longer needed
+        worker = Worker.start(WorkerSpec.from_wire(start), channel, prepared)
     except ChannelClosed:
         return 1  # the supervisor went away before we were ready
     except Exception as exc:  # noqa: BLE001 - reported to the supervisor, which raises it
@@ -57,11 +71,48 @@ def main(argv: list[str]) -> int:
 
 
 def sha256_of_fd(fd: int) -> str:
+    """The file's sha256, read into one reused 1 MiB buffer (it stays in cache: 10-20% faster
+    than a new 4 MiB bytes object per read)."""
     digest, offset = hashlib.sha256(), 0
-    while chunk := os.pread(fd, 1 << 22, offset):
-        digest.update(chunk)
-        offset += len(chunk)
+    buffer = bytearray(1 << 20)
+    view = memoryview(buffer)
+    while size := os.preadv(fd, [buffer], offset):
+        digest.update(view[:size])
+        offset += size
     return digest.hexdigest()
+
+
+class Prepared:
+    """A worker set up and sandboxed for its ``WorkerLaunch``, before it is given a model."""
+
+    def __init__(self, launch: WorkerLaunch, device: torch.device, sandbox: dict[str, Any]) -> None:
+        self.launch, self.device, self.sandbox = launch, device, sandbox
+
+    @classmethod
+    def enter(cls, prepare: dict[str, Any], name: str) -> Prepared:
+        launch = WorkerLaunch.from_wire(prepare)
+        if launch.num_threads is not None:
+            torch.set_num_threads(launch.num_threads)
+        device = resolve_device(launch.device)
+        sandbox = enter_sandbox(launch.limits, name)
+        if prepare.get("tokenizer"):
+            _build_tokenizer_ahead(prepare["tokenizer"])
+        return cls(launch, device, sandbox)
+
+
+def _name_process(name: str) -> None:
+    """``prctl(PR_SET_NAME)``: the main thread's name is the process's ``comm``."""
+    libc().prctl(PR_SET_NAME, name.encode()[:15], 0, 0, 0)
+
+
+def _build_tokenizer_ahead(data: dict[str, Any]) -> None:
+    """Parse the tokenizer of a model served before (sent by the supervisor; parsing it is most of
+    a warm load) into the tokenizer cache. Only a hint: the load uses it only when the model
+    file's own tokenizer is the same, byte for byte (tokenizer.py keys the cache by its sha256)."""
+    try:
+        Tokenizer.from_spec(TokenizerSpec(**{**data, "eos_token_ids": tuple(data["eos_token_ids"])}))
+    except (MCPError, TypeError, KeyError) as exc:
+        logger.warning("the tokenizer sent ahead was not built (%s); the model's own is built at load", exc)
 
 
 class Worker:
@@ -75,23 +126,27 @@ class Worker:
         self._stopping = False
 
     @classmethod
-    def start(cls, spec: WorkerSpec, channel: FrameChannel) -> Worker:
-        settings = spec.engine
-        if settings.num_threads is not None:
-            torch.set_num_threads(settings.num_threads)
-        device = resolve_device(settings.device)
+    def start(cls, spec: WorkerSpec, channel: FrameChannel, prepared: Prepared) -> Worker:
+        if spec.launch != prepared.launch:  # the supervisor never sends one: a bug, said plainly
+            raise ConfigError(f"the worker was started for {prepared.launch} but given model {spec.name} "
+                              f"with {spec.launch}")
+        started, sandbox = time.perf_counter(), prepared.sandbox
+        _name_process(spec.name)
         model_bytes = os.stat(spec.model_path).st_size
-        sandbox = enter_sandbox(spec.limits, address_space_bytes(spec.limits, model_bytes, device.type), spec.name)
+        limit_address_space(sandbox, address_space_bytes(spec.limits, model_bytes, prepared.device.type))
         model_fd = os.open(spec.model_path, os.O_RDONLY | os.O_CLOEXEC)
-        measured = sha256_of_fd(model_fd)
-        engine = _load_engine(spec, model_fd)
-        header = _header_for_supervisor(spec, engine)
+        measured, engine = _measure_and_load(spec, model_fd)
+        loaded = time.perf_counter()
+        header = _header_for_supervisor(spec, engine)  # {"header_sha256": ..., "header": text or None}
         loop = EngineLoop(engine, codec.decode_loop_config(spec.loop_config), HookRegistry(), spec.name)
-        channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision, "header": header,
+        channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision, **header,
                       "plan": {name: plan.decode for name, plan in engine.plan.by_tensor.items()},
                       "max_context": engine.max_context, "device": str(engine.device),
                       "model_sha256": measured, "measurements": list(spec.measurements), "sandbox": sandbox})
-        logger.info("worker %s ready (pid %d, model sha256 %s)", spec.name, os.getpid(), measured[:12])
+        logger.info("worker %s ready (pid %d, model sha256 %s) in %.0f ms: measured and loaded in %.0f, header "
+                    "%s in %.0f", spec.name, os.getpid(), measured[:12], (time.perf_counter() - started) * 1000,
+                    (loaded - started) * 1000, "sent" if header["header"] else "named",
+                    (time.perf_counter() - loaded) * 1000)
         return cls(spec, channel, loop, model_fd)
 
     def serve(self) -> None:
@@ -176,6 +231,21 @@ class Worker:
         return items
 
 
+def _measure_and_load(spec: WorkerSpec, model_fd: int) -> tuple[str, NativeEngine]:
+    """The file's sha256 and its engine, the hash on a thread beside the load (hashlib lets go of
+    the GIL); nothing is reported, nor served, before both are done."""
+    digest: dict[str, str] = {}
+    hasher = threading.Thread(target=lambda: digest.update(sha256=sha256_of_fd(model_fd)), name="mcp-measure")
+    hasher.start()
+    try:
+        engine = _load_engine(spec, model_fd)
+    finally:
+        hasher.join()
+    if "sha256" not in digest:
+        raise ModelFormatError(f"{spec.model_path}: the model file could not be read to measure it")
+    return digest["sha256"], engine
+
+
 def _load_engine(spec: WorkerSpec, model_fd: int) -> NativeEngine:
     """The engine, built from the descriptor just measured (``/proc/self/fd/N``: the same file,
     even if the path was replaced since)."""
@@ -190,14 +260,19 @@ def _load_engine(spec: WorkerSpec, model_fd: int) -> NativeEngine:
         raise type(exc)(str(exc).replace(opened, spec.model_path)) from None
 
 
-def _header_for_supervisor(spec: WorkerSpec, engine: NativeEngine) -> str:
-    """The header this worker parsed and checked, as JSON: the supervisor builds the tokenizer
-    and chat template from it and never parses the model file itself."""
-    text = engine.header.to_json()
-    if len(text) > MAX_FRAME_BYTES - (1 << 20):
-        raise ModelFormatError(f"{spec.model_path}: the .mcp header is {len(text)} bytes, too large to hand "
+def _header_for_supervisor(spec: WorkerSpec, engine: NativeEngine) -> dict[str, str | None]:
+    """The header this worker parsed and checked, as JSON, and the JSON's sha256: the supervisor
+    builds the tokenizer and chat template from it and never parses the model file itself. When
+    the supervisor holds that header already (its digest is in ``spec.known_headers``: a new
+    version of a model it serves), only the digest is sent."""
+    data = orjson.dumps(engine.header)  # orjson writes dataclasses itself, in field order: 5x asdict's speed
+    digest = hashlib.sha256(data).hexdigest()
+    if digest in spec.known_headers:
+        return {"header_sha256": digest, "header": None}
+    if len(data) > MAX_FRAME_BYTES - (1 << 20):
+        raise ModelFormatError(f"{spec.model_path}: the .mcp header is {len(data)} bytes, too large to hand "
                                f"to the server (at most {MAX_FRAME_BYTES - (1 << 20)} with worker isolation)")
-    return text
+    return {"header_sha256": digest, "header": data.decode()}
 
 
 if __name__ == "__main__":

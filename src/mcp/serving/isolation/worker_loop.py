@@ -25,6 +25,7 @@ from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.serving.isolation import codec
 from mcp.serving.isolation.process import WorkerProcess
+from mcp.serving.isolation.spares import SpareWorkers
 from mcp.serving.isolation.spec import WorkerSpec
 from mcp.serving.isolation.supervisor import WorkerSupervisor
 
@@ -49,13 +50,14 @@ class _Request:
 class WorkerLoop:
     """A model's requests, run by its supervised worker process. Thread-safe."""
 
-    def __init__(self, spec: WorkerSpec, config: LoopConfig, hooks: HookRegistry) -> None:
+    def __init__(self, spec: WorkerSpec, config: LoopConfig, hooks: HookRegistry,
+                 spares: SpareWorkers | None = None) -> None:
         self.config, self.hooks = config, hooks
         self._requests: dict[int, _Request] = {}
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._closed = False
-        self.supervisor = WorkerSupervisor(spec, self._on_steps, self._on_crash)
+        self.supervisor = WorkerSupervisor(spec, self._on_steps, self._on_crash, spares)
         self.max_context = int(self.supervisor.first_ready["max_context"])
 
     # -- the submitter's side -------------------------------------------------------------
