@@ -42,7 +42,7 @@ def lean(smollm2_auto_mcp) -> LeanModel:
 
 @pytest.fixture(scope="module")
 def torch_model(smollm2_auto_mcp):
-    session = Session(RuntimeConfig(device="cpu", num_threads=2))
+    session = Session(RuntimeConfig(device="cpu", num_threads=2, decode_dots="exact"))  # the lean decoder's dots
     model = session.load_model(smollm2_auto_mcp)
     yield model
     session.close()

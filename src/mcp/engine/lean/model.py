@@ -10,7 +10,8 @@ resident. Consecutive requests that share a prefix reuse its keys and values.
 
 Tokens, text, stops and finish reasons come from the same ``SequenceState`` the PyTorch
 engine uses, so a greedy request gives the same tokens there and here when both run the
-native step with exact dots (the default plan) and a float32 KV cache.
+native step with exact dots (``decode_dots: exact``; the lean decoder has no integer dots) and a
+float32 KV cache.
 """
 
 from __future__ import annotations
