@@ -1,7 +1,7 @@
 """The one-row product of each GGUF kind: exact dots on its blocks as stored against integer
 dots (int8x2) on the same matrix re-laid 16 rows at a time (csrc/rows16.cpp).
 
-A random 2048 x 8192 matrix of each kind (Q4_0, Q4_1, Q4_K, Q6_K, Q8_0: valid small scales,
+A random 2048 x 8192 matrix of each kind (Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0: valid small scales,
 random codes; speed does not depend on the values), one activation row, one thread. Prints
 the GGUF's bytes over the median time of a product, on the AVX-512 and AVX2 builds where this
 CPU has them (else the plain C++ one), and the ratio x16 / exact (> 1: the re-laid integer dots are faster). ``--cpu-time``
@@ -23,9 +23,9 @@ import torch
 from mcp.engine import kernels
 from mcp.engine.kernels import BLOCK_KINDS, QuantMatrix
 
-KINDS = ("q4_0", "q4_1", "q4_k", "q6_k", "q8_0")
+KINDS = ("q4_0", "q4_1", "q4_k", "q5_0", "q5_1", "q5_k", "q6_k", "q8_0")
 # The fp16 fields of each block kind (byte offsets), set to a small finite scale.
-HALVES = {"q4_0": (0,), "q4_1": (0, 2), "q4_k": (0, 2), "q6_k": (208,)}
+HALVES = {"q4_0": (0,), "q4_1": (0, 2), "q4_k": (0, 2), "q5_0": (0,), "q5_1": (0, 2), "q5_k": (0, 2), "q6_k": (208,)}
 
 
 def random_matrix(kind: str, n: int, k: int, rng: np.random.Generator) -> tuple[QuantMatrix, int]:

@@ -20,8 +20,8 @@ def test_a_small_run_prints_every_kind_with_both_speeds_and_the_ratio():
     assert done.returncode == 0, done.stderr
     rows = [line.split() for line in done.stdout.splitlines()
             if re.match(r"^q\d_\w+\s+(avx512|avx2|scalar)\s+[\d.]+\s+[\d.]+\s+[\d.]+x$", line)]
-    assert {row[0] for row in rows} == {"q4_0", "q4_1", "q4_k", "q6_k", "q8_0"}
-    assert len(rows) == 5 * len({row[1] for row in rows})  # every kind on every build measured
+    assert {row[0] for row in rows} == {"q4_0", "q4_1", "q4_k", "q5_0", "q5_1", "q5_k", "q6_k", "q8_0"}
+    assert len(rows) == 8 * len({row[1] for row in rows})  # every kind on every build measured
     for kind, build, exact, fast, ratio in rows:
         assert float(exact) >= 0 and float(fast) >= 0 and float(ratio[:-1]) > 0
 

@@ -1,4 +1,4 @@
-"""Q4_0, Q4_1, Q4_K and Q6_K re-laid 16 rows at a time (the x16 kinds) and their integer dots.
+"""GGUF's 4-, 5- and 6-bit kinds and Q8_0 re-laid 16 rows at a time (the x16 kinds) and their integer dots.
 
 Re-laying moves GGUF's codes and scales, so the values must still equal ``gguf.quants``' bit
 for bit (random blocks, every kind of half, extreme scales). The integer dots quantize each
@@ -79,7 +79,7 @@ def test_integer_dots_sum_the_quantized_activations_exactly(isa, kind, digits, m
     # every product is codes times codes: exact in int32, then fp32 rounding of each group's
     # scaled sum is all that is left.
     no_mins = blocks.reshape(64, -1, kernels.BLOCK_KINDS[kind][1]).copy()
-    if kind in ("q4_1", "q4_k"):
+    if kind in ("q4_1", "q4_k", "q5_1", "q5_k"):
         no_mins[:, :, 2:4] = 0
     no_mins = no_mins.reshape(64, -1)
     values = torch.from_numpy(reference(kind, no_mins, k)).double()
@@ -137,11 +137,12 @@ def test_exact_products_of_an_interleaved_matrix_are_the_blocks(kind):
     assert (got.double() - x.double() @ values.T).abs().max() <= tolerance
 
 
-def test_only_the_four_kinds_in_whole_tiles_interleave():
+def test_only_gguf_kinds_in_whole_tiles_interleave():
     with pytest.raises(ValueError, match="of a multiple of 16 rows interleave, got q4_0 with 24 rows"):
         matrix_of("q4_0", random_blocks("q4_0", 24, 64, seed=1)).interleaved()
-    with pytest.raises(ValueError, match="got q5_k with 16 rows"):
-        matrix_of("q5_k", random_blocks("q5_k", 16, 256, seed=1)).interleaved()
+    int4 = QuantMatrix("int4", torch.zeros(16, 32, dtype=torch.uint8), torch.ones(16, 2, 2))
+    with pytest.raises(ValueError, match="got int4 with 16 rows"):
+        int4.interleaved()
     with pytest.raises(ValueError, match="its rows come in tiles of 16, got 8 rows"):
         QuantMatrix("q4_0x16", torch.zeros(8, 18, dtype=torch.uint8), None)
 

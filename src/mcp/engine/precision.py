@@ -69,7 +69,7 @@ NATIVE_KERNELS = ("mcp-int4", "mcp-int8", *BLOCK_KERNELS.values())
 # integer SIMD (llama.cpp's way: top-1 agreement with fp32 drops from 100% to ~92%), the
 # sensitive output head excepted; "int8x2" writes each block as two int8 digits (15 bits)
 # and multiplies both, the head included: 99.9% top-1 and mean KL < 1e-5 on the quality
-# set, and with Q4_0/Q4_1/Q4_K/Q6_K matrices re-laid 16 rows at a time (kernels.INTERLEAVED_KINDS)
+# set, and with the GGUF 4/5/6-bit and Q8_0 matrices re-laid 16 rows at a time (kernels.INTERLEAVED_KINDS)
 # 2.3-2.6x the exact step's batch-1 decode at 1B on one Zen 4 core. "auto" picks int8x2
 # where the native kernels have SIMD (AVX2, AVX-512), exact on the plain C++ build
 # (docs/config.md).

@@ -12,8 +12,8 @@ of scales to read per token, the same values.
   scales, mins and 4/5/6-bit codes in registers, to exactly ``gguf.quants``' values (Q6_K's
   scale per 16 weights and the K-quants' per-sub-block mins included). They always multiply
   exactly (``x_digits`` is ignored: they have no integer dots).
-- q4_0x16, q4_1x16, q4_kx16, q6_kx16, q8_0x16: those blocks (q8_0x16: the int8 kind with fp16
-  scales) re-laid 16 rows at a time (``QuantMatrix.interleaved``,
+- q4_0x16, q4_1x16, q4_kx16, q5_0x16, q5_1x16, q5_kx16, q6_kx16, q8_0x16: those blocks
+  (q8_0x16: the int8 kind with fp16 scales) re-laid 16 rows at a time (``QuantMatrix.interleaved``,
   csrc/rows16.cpp): the same bytes and values, in the order integer dots read at the memory
   bound (each 32-bit lane of a register one row). They multiply with integer dots
   (``x_digits`` 1 or 2); exact products (0) are computed, slowly, from their rows' values.
@@ -57,15 +57,17 @@ GROUP_SIZE = 32
 _MADV_HUGEPAGE, _MADV_PAGEOUT = 14, 21  # Linux 2.6.38+, 5.4+
 _libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True) if sys.platform == "linux" else None
 KIND_CODES = {"int4": 0, "int8": 1, "q5_0": 2, "q5_1": 3, "q5_k": 4, "q6_k": 5, "q4_0": 6, "q4_1": 7, "q4_k": 8,
-          "q4_0x16": 9, "q4_1x16": 10, "q4_kx16": 11, "q6_kx16": 12, "q8_0x16": 13}
+          "q4_0x16": 9, "q4_1x16": 10, "q4_kx16": 11, "q6_kx16": 12, "q8_0x16": 13, "q5_0x16": 14, "q5_1x16": 15,
+          "q5_kx16": 16}
 # The GGUF block kinds: kind -> (weights, bytes) per block.
 BLOCK_KINDS = {"q5_0": (32, 22), "q5_1": (32, 24), "q5_k": (256, 176), "q6_k": (256, 210),
                "q4_0": (32, 18), "q4_1": (32, 20), "q4_k": (256, 144)}
 # Block kinds re-laid 16 rows at a time for integer dots: kind -> its source block kind.
-INTERLEAVED_KINDS = {"q4_0x16": "q4_0", "q4_1x16": "q4_1", "q4_kx16": "q4_k", "q6_kx16": "q6_k", "q8_0x16": "int8"}
+INTERLEAVED_KINDS = {"q4_0x16": "q4_0", "q4_1x16": "q4_1", "q4_kx16": "q4_k", "q5_0x16": "q5_0", "q5_1x16": "q5_1",
+                     "q5_kx16": "q5_k", "q6_kx16": "q6_k", "q8_0x16": "int8"}
 # (weights, bytes) a row and block where they differ from the source's: Q4_K's 6-bit scales
 # and mins widened to bytes; Q8_0's codes and fp16 scales (the int8 kind's) in one buffer.
-_INTERLEAVED_FORMS = {"q4_kx16": (256, 148), "q8_0x16": (32, 34)}
+_INTERLEAVED_FORMS = {"q4_kx16": (256, 148), "q5_kx16": (256, 180), "q8_0x16": (32, 34)}
 TILE_ROWS = 16  # rows per tile of the interleaved kinds
 _OUT_DTYPES = (torch.float32, torch.bfloat16)
 _QPARAM_DTYPES = (torch.float32, torch.float16)
@@ -213,8 +215,8 @@ class QuantMatrix:
         return out
 
     def interleaved(self) -> QuantMatrix:
-        """This Q4_0, Q4_1, Q4_K, Q6_K or Q8_0 (int8, fp16 scales) matrix re-laid 16 rows at a
-        time (``q4_0x16``, ...): the same values, the same size (Q4_K: 148 bytes a block for
+        """This Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K or Q8_0 (int8, fp16 scales) matrix re-laid
+        16 rows at a time (``q4_0x16``, ...): the same values, the same size (Q4_K, Q5_K: 148, 180 bytes a block for
         144), in a new buffer, for integer dots at the memory bound."""
         if not self.interleavable:
             sources = ", ".join(INTERLEAVED_KINDS.values())
@@ -231,7 +233,7 @@ class QuantMatrix:
 
     @property
     def interleavable(self) -> bool:
-        """Whether ``interleaved()`` applies: Q4_0, Q4_1, Q4_K, Q6_K, or int8 with fp16 scales
+        """Whether ``interleaved()`` applies: a GGUF 4-, 5- or 6-bit kind, or int8 with fp16 scales
         (Q8_0's), in whole tiles of 16 rows."""
         if self.kind not in INTERLEAVED_KINDS.values() or self.codes.shape[0] % TILE_ROWS:
             return False

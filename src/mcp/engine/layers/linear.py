@@ -149,7 +149,7 @@ class NativeLinear(PackedLinear):
         return self.matrix.matmul(x if x.dtype in _NATIVE_DTYPES else x.to(torch.float32), x_digits=self.x_digits)
 
     def interleave(self) -> bool:
-        """Re-lay a Q4_0/Q4_1/Q4_K/Q6_K/Q8_0 matrix 16 rows at a time when it multiplies with
+        """Re-lay a GGUF 4-, 5-, 6-bit or Q8_0 matrix 16 rows at a time when it multiplies with
         integer dots (``QuantMatrix.interleaved``: the same values, ~3.5x the one-row dots'
         speed on an AVX-512 VNNI core); its source pages are released. False where it does
         not apply."""
@@ -170,7 +170,7 @@ class NativeLinear(PackedLinear):
 
 
 def interleave_for_integer_dots(model: torch.nn.Module) -> int:
-    """Interleave every native Q4_0/Q4_1/Q4_K/Q6_K/Q8_0 matrix that multiplies with integer dots, after the
+    """Interleave every native GGUF 4-, 5-, 6-bit or Q8_0 matrix that multiplies with integer dots, after the
     model's projections were fused (a fused matrix is re-laid once); how many were."""
     re_laid = {}
     for module in model.modules():

@@ -247,7 +247,7 @@ void run_layers(const Team& team, const ModelDims& d, const LayerRef* layers, in
 // Whole blocks of K for each part's kind (GGUF's K-quants: 256 weights, the others 32).
 int64_t block_weights(WeightKind kind) {
   return kind == WeightKind::kQ5K || kind == WeightKind::kQ6K || kind == WeightKind::kQ4K || kind == WeightKind::kQ4Kx16 ||
-                 kind == WeightKind::kQ6Kx16
+                 kind == WeightKind::kQ6Kx16 || kind == WeightKind::kQ5Kx16
              ? 256
              : kGroup;
 }

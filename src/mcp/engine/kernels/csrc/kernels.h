@@ -14,14 +14,14 @@ constexpr int kGroup = 32;  // weights per quantization group along K
 // kInt4/kInt8: codes and group parameters apart (see MatmulArgs); the others are GGUF's own
 // blocks read as stored, codes = uint8 [N, K / block weights * block bytes] and no qparams:
 // Q5_0, Q5_1 (32 weights a block), Q5_K, Q6_K (256), Q4_0, Q4_1 (32), Q4_K (256) (blocks.inc).
-// kQ4_0x16, kQ4_1x16, kQ4Kx16, kQ6Kx16, kQ8_0x16: those GGUF blocks (Q8_0: the int8 kind
-// with fp16 scales) re-laid 16 rows at a time for integer dots (rows16.cpp), N a multiple of
-// kTileRows; codes uint8 of the same size (Q4_K's 148 bytes a row and block, GGUF's 144).
+// kQ4_0x16 .. kQ5Kx16: those GGUF blocks (Q8_0: the int8 kind with fp16 scales) re-laid 16
+// rows at a time for integer dots (rows16.cpp), N a multiple of kTileRows; codes uint8 of the
+// same size (Q4_K's and Q5_K's 148 and 180 bytes a row and block, GGUF's 144 and 176).
 enum class WeightKind : int {
   kInt4 = 0, kInt8 = 1, kQ5_0 = 2, kQ5_1 = 3, kQ5K = 4, kQ6K = 5, kQ4_0 = 6, kQ4_1 = 7, kQ4K = 8,
-  kQ4_0x16 = 9, kQ4_1x16 = 10, kQ4Kx16 = 11, kQ6Kx16 = 12, kQ8_0x16 = 13
+  kQ4_0x16 = 9, kQ4_1x16 = 10, kQ4Kx16 = 11, kQ6Kx16 = 12, kQ8_0x16 = 13, kQ5_0x16 = 14, kQ5_1x16 = 15, kQ5Kx16 = 16
 };
-constexpr int kLastKind = static_cast<int>(WeightKind::kQ8_0x16);
+constexpr int kLastKind = static_cast<int>(WeightKind::kQ5Kx16);
 constexpr int64_t kTileRows = 16;  // rows interleaved by the x16 kinds
 
 inline bool is_row16_kind(WeightKind kind) { return static_cast<int>(kind) >= static_cast<int>(WeightKind::kQ4_0x16); }

@@ -1,4 +1,5 @@
-// GGUF's Q4_0, Q4_1, Q4_K, Q6_K and Q8_0 re-laid 16 rows at a time, for integer dots at the memory bound.
+// GGUF's Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K and Q8_0 re-laid 16 rows at a time, for integer dots
+// at the memory bound.
 //
 // GGUF keeps each row's blocks together: an integer dot then works on one row at a time and
 // must bring each block's sum down to a scalar before its scale can apply, which costs more
@@ -19,6 +20,10 @@
 //   kQ4_1x16  group: 16 x fp16 d | 16 x fp16 m | 4 chunks        (320 B = 16 x 20)
 //   kQ4Kx16   block: 16 x fp16 d | 16 x fp16 dmin | 8 groups of
 //             16 x u8 scale | 16 x u8 min | 4 chunks               (2368 B = 16 x 148)
+//   kQ5_0x16  group: 16 x fp16 d | 4 chunks | 16 x u32 fifth bits    (352 B = 16 x 22)
+//   kQ5_1x16  group: 16 x fp16 d | 16 x fp16 m | 4 chunks | 16 x u32 fifth bits (384 B = 16 x 24)
+//   kQ5Kx16   block: 16 x fp16 d | 16 x fp16 dmin | 8 groups of
+//             16 x u8 scale | 16 x u8 min | 4 chunks | 16 x u32 fifth bits (2880 B = 16 x 180)
 //   kQ8_0x16  group: 16 x fp16 d | 8 chunks of 16 x 4 int8 codes (bytes 4c..4c+3 of each row's 32)
 //                                                                   (544 B = 16 x 34)
 //   kQ6Kx16   block: 16 x fp16 d | 8 groups of
@@ -26,7 +31,8 @@
 //             bits) | 16 x u32 high bits of elements 0..15 | 16 x u32 of 16..31
 //                                                                   (3360 B = 16 x 210)
 // Q6_K's high-bit word of a row: byte i, bits 2k..2k+1 = the top 2 bits of element 4k + i
-// (of its 16), so chunk c's come out of one shift by 2c.
+// (of its 16), so chunk c's come out of one shift by 2c. The Q5 kinds' fifth-bit word of a
+// row: byte i, bit c = element 4c + i's, bit 4 + c = element 16 + 4c + i's.
 //
 // Integer dots only: activations quantized per block of 32 to one or two int8 digits
 // (quantize_rows); per row and group (Q6_K: each 16 of it, with its own scale) s = q . x
@@ -34,6 +40,7 @@
 //   Q4_0  out = fma(float(s - 8 sum x), d dx, out)
 //   Q4_1  out = fma(float(s), d dx, out);  out = fma(m, exact sum x, out)
 //   Q4_K  out = fma(float(s), (d scale) dx, out);  out = fma((-dmin) min, exact sum x, out)
+//   Q5_0  as Q4_0 with 16 for 8;  Q5_1 as Q4_1;  Q5_K as Q4_K (5-bit codes)
 //   Q6_K  out = fma(float(s - 32 sum x), (d scale) dx, out), each half
 //   Q8_0  out = fma(float(s), d dx, out)  (signed codes: VNNI sums (q + 128) . x, less 128 sum x)
 // where sum x is the sum of the activation's codes (x_code_sums) and exact sum x its fp32
@@ -59,6 +66,9 @@ constexpr int64_t kQ4_0Group = 32 + kNibbleBytes, kQ4_1Group = 64 + kNibbleBytes
 constexpr int64_t kQ4KGroup = 32 + kNibbleBytes, kQ4KBlock = 64 + 8 * kQ4KGroup;
 constexpr int64_t kQ6KGroup = 32 + kNibbleBytes + 128, kQ6KBlock = 32 + 8 * kQ6KGroup;
 constexpr int64_t kQ8Group = 32 + 8 * kChunkBytes;
+constexpr int64_t kFifthBytes = 64;  // 16 rows' fifth-bit words
+constexpr int64_t kQ5_0Group = 32 + kNibbleBytes + kFifthBytes, kQ5_1Group = 64 + kNibbleBytes + kFifthBytes;
+constexpr int64_t kQ5KGroup = 32 + kNibbleBytes + kFifthBytes, kQ5KBlock = 64 + 8 * kQ5KGroup;
 
 int64_t tile_bytes(WeightKind kind, int64_t K) {
   switch (kind) {
@@ -66,6 +76,9 @@ int64_t tile_bytes(WeightKind kind, int64_t K) {
     case WeightKind::kQ4_1x16: return K / kGroup * kQ4_1Group;
     case WeightKind::kQ4Kx16: return K / 256 * kQ4KBlock;
     case WeightKind::kQ8_0x16: return K / kGroup * kQ8Group;
+    case WeightKind::kQ5_0x16: return K / kGroup * kQ5_0Group;
+    case WeightKind::kQ5_1x16: return K / kGroup * kQ5_1Group;
+    case WeightKind::kQ5Kx16: return K / 256 * kQ5KBlock;
     default: return K / 256 * kQ6KBlock;
   }
 }
@@ -79,12 +92,14 @@ inline int32_t half_sum(const MatmulArgs& a, int64_t m, int64_t h) { return a.x_
 namespace scalar16 {
 
 // A row's 32 products with chunks (lo: the low nibbles' elements, hi: the high ones), each
-// code widened by its high bits (Q6_K) where `high` is given.
+// code widened by its top bits (Q6_K) where `high_lo` is given, or its fifth bit (the Q5
+// kinds) where `fifth` is.
 struct Sums {
   int32_t lo, hi;
 };
 
-Sums dots(const uint8_t* chunks, const uint8_t* high_lo, const uint8_t* high_hi, int r, const int8_t* x) {
+Sums dots(const uint8_t* chunks, const uint8_t* high_lo, const uint8_t* high_hi, const uint8_t* fifth, int r,
+          const int8_t* x) {
   Sums s{0, 0};
   for (int c = 0; c < 4; ++c) {
     for (int i = 0; i < 4; ++i) {
@@ -93,6 +108,10 @@ Sums dots(const uint8_t* chunks, const uint8_t* high_lo, const uint8_t* high_hi,
       if (high_lo != nullptr) {
         lo |= ((high_lo[r * 4 + i] >> (2 * c)) & 3) << 4;
         hi |= ((high_hi[r * 4 + i] >> (2 * c)) & 3) << 4;
+      }
+      if (fifth != nullptr) {
+        lo |= ((fifth[r * 4 + i] >> c) & 1) << 4;
+        hi |= ((fifth[r * 4 + i] >> (4 + c)) & 1) << 4;
       }
       s.lo += lo * x[4 * c + i];
       s.hi += hi * x[16 + 4 * c + i];
@@ -103,11 +122,11 @@ Sums dots(const uint8_t* chunks, const uint8_t* high_lo, const uint8_t* high_hi,
 
 // Both digits: 128 (q . x1) + q . x2, exactly.
 Sums digit_dots(const MatmulArgs& a, const uint8_t* chunks, const uint8_t* high_lo, const uint8_t* high_hi, int r,
-                int64_t m, int64_t g) {
+                int64_t m, int64_t g, const uint8_t* fifth = nullptr) {
   const int8_t* x1 = a.xq + m * a.K + g * kGroup;
-  Sums s = dots(chunks, high_lo, high_hi, r, x1);
+  Sums s = dots(chunks, high_lo, high_hi, fifth, r, x1);
   if (a.x_digits == 2) {
-    const Sums low = dots(chunks, high_lo, high_hi, r, x1 + a.M * a.K);
+    const Sums low = dots(chunks, high_lo, high_hi, fifth, r, x1 + a.M * a.K);
     s = {s.lo * 128 + low.lo, s.hi * 128 + low.hi};
   }
   return s;
@@ -138,6 +157,30 @@ void row_tile(const MatmulArgs& a, const uint8_t* tile, int64_t m, float (&acc)[
           const uint8_t* block = tile + g / 8 * kQ4KBlock;
           const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
           const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g);
+          const float scale = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
+          const float offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
+          acc[r] = std::fma(static_cast<float>(s.lo + s.hi), scale * dx, acc[r]);
+          acc[r] = std::fma(offset, x_sum, acc[r]);
+          break;
+        }
+        case WeightKind::kQ5_0x16: {
+          const uint8_t* p = tile + g * kQ5_0Group;
+          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g, p + 32 + kNibbleBytes);
+          acc[r] = std::fma(static_cast<float>(s.lo + s.hi - 16 * (sum_lo + sum_hi)), from_f16(u16_at(p + 2 * r)) * dx,
+                            acc[r]);
+          break;
+        }
+        case WeightKind::kQ5_1x16: {
+          const uint8_t* p = tile + g * kQ5_1Group;
+          const Sums s = digit_dots(a, p + 64, nullptr, nullptr, r, m, g, p + 64 + kNibbleBytes);
+          acc[r] = std::fma(static_cast<float>(s.lo + s.hi), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
+          acc[r] = std::fma(from_f16(u16_at(p + 32 + 2 * r)), x_sum, acc[r]);
+          break;
+        }
+        case WeightKind::kQ5Kx16: {
+          const uint8_t* block = tile + g / 8 * kQ5KBlock;
+          const uint8_t* p = block + 64 + g % 8 * kQ5KGroup;
+          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g, p + 32 + kNibbleBytes);
           const float scale = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
           const float offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
           acc[r] = std::fma(static_cast<float>(s.lo + s.hi), scale * dx, acc[r]);
@@ -192,6 +235,7 @@ void tiles(const MatmulArgs& a, int64_t n0, int64_t n1) {
 struct GroupValues {
   const uint8_t* chunks;
   const uint8_t* high = nullptr;  // Q6_K: the top-bit words of elements 0..15, then (64 on) 16..31
+  const uint8_t* fifth = nullptr;  // the Q5 kinds: the fifth-bit words
   float scale[2] = {0.0f, 0.0f}, offset = 0.0f;
   int centre = 0;
   bool offsets = false, int8 = false;  // int8: 8 chunks of signed codes (Q8_0)
@@ -219,6 +263,33 @@ GroupValues group_values(WeightKind kind, const uint8_t* tile, int64_t g, int r)
       const uint8_t* block = tile + g / 8 * kQ4KBlock;
       const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
       v.chunks = p + 32;
+      v.scale[0] = v.scale[1] = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
+      v.offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
+      v.offsets = true;
+      break;
+    }
+    case WeightKind::kQ5_0x16: {
+      const uint8_t* p = tile + g * kQ5_0Group;
+      v.chunks = p + 32;
+      v.fifth = p + 32 + kNibbleBytes;
+      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
+      v.centre = 16;
+      break;
+    }
+    case WeightKind::kQ5_1x16: {
+      const uint8_t* p = tile + g * kQ5_1Group;
+      v.chunks = p + 64;
+      v.fifth = p + 64 + kNibbleBytes;
+      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
+      v.offset = from_f16(u16_at(p + 32 + 2 * r));
+      v.offsets = true;
+      break;
+    }
+    case WeightKind::kQ5Kx16: {
+      const uint8_t* block = tile + g / 8 * kQ5KBlock;
+      const uint8_t* p = block + 64 + g % 8 * kQ5KGroup;
+      v.chunks = p + 32;
+      v.fifth = p + 32 + kNibbleBytes;
       v.scale[0] = v.scale[1] = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
       v.offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
       v.offsets = true;
@@ -258,6 +329,10 @@ void scalar_values(const GroupValues& v, int r, float* values) {
         if (v.high != nullptr) {
           q[4 * c + i] |= ((v.high[r * 4 + i] >> (2 * c)) & 3) << 4;
           q[16 + 4 * c + i] |= ((v.high[64 + r * 4 + i] >> (2 * c)) & 3) << 4;
+        }
+        if (v.fifth != nullptr) {
+          q[4 * c + i] |= ((v.fifth[r * 4 + i] >> c) & 1) << 4;
+          q[16 + 4 * c + i] |= ((v.fifth[r * 4 + i] >> (4 + c)) & 1) << 4;
         }
       }
     }
@@ -348,6 +423,15 @@ inline __m128i top_bits(uint32_t word) {
                         4);
 }
 
+// The Q5 kinds' fifth bits of 16 elements, byte j = element j's at bit 4: byte i of (word >> c)
+// for 4c + i (word >> 4: the elements 16.. of the same group).
+inline __m128i fifth_bits(uint32_t word) {
+  const uint32_t m = 0x01010101u;
+  return _mm_slli_epi16(_mm_set_epi32(static_cast<int>((word >> 3) & m), static_cast<int>((word >> 2) & m),
+                                      static_cast<int>((word >> 1) & m), static_cast<int>(word & m)),
+                        4);
+}
+
 // scalar_values on AVX2: the same operations per value, so the same bits.
 void values(const GroupValues& v, int r, float* out) {
   __m128i codes[2];
@@ -361,6 +445,11 @@ void values(const GroupValues& v, int r, float* out) {
     if (v.high != nullptr) {
       codes[0] = _mm_or_si128(codes[0], top_bits(u32_at(v.high + r * 4)));
       codes[1] = _mm_or_si128(codes[1], top_bits(u32_at(v.high + 64 + r * 4)));
+    }
+    if (v.fifth != nullptr) {
+      const uint32_t word = u32_at(v.fifth + r * 4);
+      codes[0] = _mm_or_si128(codes[0], fifth_bits(word));
+      codes[1] = _mm_or_si128(codes[1], fifth_bits(word >> 4));
     }
   }
   const __m256i centre = _mm256_set1_epi32(v.centre);
@@ -480,7 +569,65 @@ void write_chunks(const uint8_t* q, int r, uint8_t* chunks) {
       chunks[c * kChunkBytes + r * 4 + i] = static_cast<uint8_t>((q[4 * c + i] & 0x0f) | (q[16 + 4 * c + i] & 0x0f) << 4);
 }
 
+// Row r's fifth-bit word of a group's codes q [32] (5-bit) into the tile's words.
+void write_fifth(const uint8_t* q, int r, uint8_t* words) {
+  for (int i = 0; i < 4; ++i) {
+    uint8_t byte = 0;
+    for (int c = 0; c < 4; ++c)
+      byte |= static_cast<uint8_t>(((q[4 * c + i] >> 4) & 1) << c | ((q[16 + 4 * c + i] >> 4) & 1) << (4 + c));
+    words[r * 4 + i] = byte;
+  }
+}
+
+// Q5_0/Q5_1: d (| m) | u32 qh | 16 B nibbles: element j's fifth bit is bit j of qh.
+void q5_codes(const uint8_t* qh_bytes, const uint8_t* qs, uint8_t* q) {
+  uint32_t qh;
+  std::memcpy(&qh, qh_bytes, 4);
+  for (int j = 0; j < 32; ++j) q[j] = static_cast<uint8_t>(((qs[j % 16] >> (4 * (j / 16))) & 0x0f) | ((qh >> j) & 1) << 4);
+}
+
+void read_q5k(const uint8_t* b, RowBlock& out) {  // d | dmin | 12 B scales | 32 B qh | 128 B nibbles
+  for (int j = 0; j < 8; ++j) {
+    k4_scales_mins(b + 4, j, out.params[j][0], out.params[j][1]);
+    for (int l = 0; l < 32; ++l)
+      out.q[j * 32 + l] = static_cast<uint8_t>(((b[48 + (j / 2) * 32 + l] >> (4 * (j & 1))) & 0x0f) | ((b[16 + l] >> j) & 1) << 4);
+  }
+}
+
 void interleave_row(WeightKind source, const uint8_t* row, const uint16_t* scales, int64_t K, int r, uint8_t* tile) {
+  if (source == WeightKind::kQ5_0 || source == WeightKind::kQ5_1) {
+    const bool min = source == WeightKind::kQ5_1;
+    const int64_t block_bytes = min ? 24 : 22, group = min ? kQ5_1Group : kQ5_0Group, params = min ? 64 : 32;
+    uint8_t q[32];
+    for (int64_t g = 0; g < K / kGroup; ++g) {
+      const uint8_t* block = row + g * block_bytes;
+      uint8_t* p = tile + g * group;
+      std::memcpy(p + 2 * r, block, 2);  // d
+      if (min) std::memcpy(p + 32 + 2 * r, block + 2, 2);  // m
+      q5_codes(block + (min ? 4 : 2), block + (min ? 8 : 6), q);
+      write_chunks(q, r, p + params);
+      write_fifth(q, r, p + params + kNibbleBytes);
+    }
+    return;
+  }
+  if (source == WeightKind::kQ5K) {
+    RowBlock rb;
+    for (int64_t b = 0; b < K / 256; ++b) {
+      const uint8_t* block = row + b * 176;
+      uint8_t* out = tile + b * kQ5KBlock;
+      read_q5k(block, rb);
+      std::memcpy(out + 2 * r, block, 2);  // d
+      std::memcpy(out + 32 + 2 * r, block + 2, 2);  // dmin
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* p = out + 64 + j * kQ5KGroup;
+        p[r] = rb.params[j][0];
+        p[16 + r] = rb.params[j][1];
+        write_chunks(rb.q + j * 32, r, p + 32);
+        write_fifth(rb.q + j * 32, r, p + 32 + kNibbleBytes);
+      }
+    }
+    return;
+  }
   if (source == WeightKind::kInt8) {  // codes [K], fp16 scales [K / 32]
     for (int64_t g = 0; g < K / kGroup; ++g) {
       uint8_t* p = tile + g * kQ8Group;
@@ -581,16 +728,18 @@ void row16_gather(WeightKind kind, const void* codes, int64_t K, const int64_t* 
 }
 
 void interleave16(WeightKind source, const uint8_t* blocks, const uint16_t* scales, int64_t N, int64_t K, uint8_t* out) {
-  const WeightKind kind = source == WeightKind::kQ4_0   ? WeightKind::kQ4_0x16
-                          : source == WeightKind::kQ4_1 ? WeightKind::kQ4_1x16
-                          : source == WeightKind::kQ4K  ? WeightKind::kQ4Kx16
-                          : source == WeightKind::kInt8 ? WeightKind::kQ8_0x16
-                                                        : WeightKind::kQ6Kx16;
-  const int64_t row_bytes = source == WeightKind::kQ4_0   ? K / kGroup * 18
-                            : source == WeightKind::kQ4_1 ? K / kGroup * 20
-                            : source == WeightKind::kQ4K  ? K / 256 * 144
-                            : source == WeightKind::kInt8 ? K
-                                                          : K / 256 * 210;
+  WeightKind kind;
+  int64_t row_bytes;
+  switch (source) {
+    case WeightKind::kQ4_0: kind = WeightKind::kQ4_0x16, row_bytes = K / kGroup * 18; break;
+    case WeightKind::kQ4_1: kind = WeightKind::kQ4_1x16, row_bytes = K / kGroup * 20; break;
+    case WeightKind::kQ4K: kind = WeightKind::kQ4Kx16, row_bytes = K / 256 * 144; break;
+    case WeightKind::kQ5_0: kind = WeightKind::kQ5_0x16, row_bytes = K / kGroup * 22; break;
+    case WeightKind::kQ5_1: kind = WeightKind::kQ5_1x16, row_bytes = K / kGroup * 24; break;
+    case WeightKind::kQ5K: kind = WeightKind::kQ5Kx16, row_bytes = K / 256 * 176; break;
+    case WeightKind::kInt8: kind = WeightKind::kQ8_0x16, row_bytes = K; break;
+    default: kind = WeightKind::kQ6Kx16, row_bytes = K / 256 * 210;
+  }
   const int64_t bytes = tile_bytes(kind, K);
 #pragma omp parallel for schedule(static)
   for (int64_t t = 0; t < N / kTileRows; ++t)
