@@ -18,6 +18,7 @@ from mcp.engine.handle import RequestOptions, RequestOutcome
 from mcp.engine.hooks import RequestTimings
 from mcp.engine.live import LoopStats
 from mcp.engine.loop_config import LoopConfig
+from mcp.engine.grammar import ResponseFormat
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
@@ -93,6 +94,8 @@ def decode_request(data: dict[str, Any]) -> tuple[SamplingParams, RequestOptions
     params = dict(data["params"])
     params["stop"] = tuple(params["stop"])
     params["stop_token_ids"] = tuple(params["stop_token_ids"])
+    if params.get("response_format") is not None:
+        params["response_format"] = ResponseFormat(**params["response_format"])
     return SamplingParams(**params), RequestOptions(**data["options"])
 
 
