@@ -14,11 +14,11 @@ from typing import Any
 import orjson
 
 from mcp.base import errors
+from mcp.engine.grammar import ResponseFormat
 from mcp.engine.handle import RequestOptions, RequestOutcome
 from mcp.engine.hooks import RequestTimings
 from mcp.engine.live import LoopStats
 from mcp.engine.loop_config import LoopConfig
-from mcp.engine.grammar import ResponseFormat
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
