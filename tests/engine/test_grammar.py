@@ -75,7 +75,7 @@ def test_constrained_and_free_sequences_share_batches_and_each_gets_what_it_aske
         free = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
         person = SamplingParams(max_tokens=60, temperature=0.0, response_format=ResponseFormat.json_schema(PERSON))
         phone = SamplingParams(max_tokens=20, temperature=0.7, seed=1,
-                               response_format=response_format_of({"type": "regex", "regex": r"\d{3}-\d{4}"}))
+                               response_format=response_format_of({"type": "regex", "regex": r"[0-9]{3}-[0-9]{4}"}))
         asks = [(_chat_ids(engine, "Name three colors."), free),
                 (_chat_ids(engine, "Give me a person as JSON with name and age."), person),
                 (engine.tokenizer.encode("The capital of France is"), free),
@@ -92,7 +92,7 @@ def test_constrained_and_free_sequences_share_batches_and_each_gets_what_it_aske
             assert set(data) == {"name", "age"} and isinstance(data["age"], int) and len(data["name"]) <= 20
             assert handles[index].outcome.finish_reason == "stop"
         assert texts[1] == texts[4] and handles[4].outcome.num_cached_tokens > 0
-        assert re.fullmatch(r"\d{3}-\d{4}", texts[3]) and handles[3].outcome.finish_reason == "stop"
+        assert re.fullmatch(r"[0-9]{3}-[0-9]{4}", texts[3]) and handles[3].outcome.finish_reason == "stop"
         assert loop.stats().num_steps < sum(len(ids) // 8 + p.max_tokens for ids, p in asks)  # batched
     finally:
         loop.close()
