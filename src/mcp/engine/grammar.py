@@ -175,18 +175,18 @@ class GrammarState:
 
     def mask(self, logits: Any) -> Any:
         """``logits`` with the tokens the grammar forbids next at -inf; ``logits`` is one
-        position's [vocab] row: a numpy array (masked in place) or a torch tensor, any device
-        (masked into a new one: the step's logits are inference-mode tensors)."""
+        position's [vocab] row: a numpy array (masked in place) or a torch tensor (masked into a
+        new one: the step's logits are inference-mode tensors)."""
         bits = np.frombuffer(self._matcher.compute_bitmask(), dtype=np.uint8)
         allowed = np.unpackbits(bits, bitorder="little").view(bool)  # [words * 32]
         width = logits.shape[-1]
         if allowed.size < width:  # logit rows padded past the tokenizer's vocabulary
             allowed = np.concatenate([allowed, np.zeros(width - allowed.size, dtype=bool)])
-        blocked = ~allowed[:width]
+        allowed = allowed[:width]
         if isinstance(logits, np.ndarray):
-            logits[blocked] = -np.inf
+            np.putmask(logits, ~allowed, -np.inf)
             return logits
-        return _masked_tensor(logits, blocked)
+        return _masked_tensor(logits, allowed)
 
     def consume(self, token_id: int) -> None:
         """Advance past the sampled token (one the mask allowed)."""
@@ -200,10 +200,14 @@ class GrammarState:
         return self._matcher.is_stopped()
 
 
-def _masked_tensor(logits: Any, blocked: np.ndarray) -> Any:
+def _masked_tensor(logits: Any, allowed: np.ndarray) -> Any:
     import torch  # only a torch tensor gets here, so torch is installed
 
-    return logits.masked_fill(torch.from_numpy(blocked).to(logits.device, non_blocking=True), float("-inf"))
+    if logits.device.type == "cpu" and logits.dtype == torch.float32:
+        # numpy's select: ~30 us over a 49k vocabulary, where torch's masked_fill takes 0.4 ms on
+        # one thread and ms when its threads contend with the step's (torch 2.13)
+        return torch.from_numpy(np.where(allowed, logits.numpy(), np.float32(-np.inf)))
+    return logits.masked_fill(torch.from_numpy(~allowed).to(logits.device, non_blocking=True), float("-inf"))
 
 
 _TOKENIZERS: weakref.WeakKeyDictionary[Any, llguidance.LLTokenizer] = weakref.WeakKeyDictionary()
