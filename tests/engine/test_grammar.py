@@ -39,6 +39,7 @@ def _chat_ids(engine, text: str) -> list[int]:
     ({"type": "json_schema", "json_schema": {"name": "x"}}, "json_schema.schema"),
     ({"type": "regex", "regex": "a(b"}, "cannot be compiled"),
     ({"type": "grammar", "grammar": "start: undefined_rule"}, "undefined_rule"),
+    ({"type": "grammar", "grammar": "root ::= missing"}, "GBNF: Rule 'missing' not found"),
     ({"type": "yaml"}, "'yaml' is unknown"),
     ({"type": "regex"}, "needs its pattern"),
     ("json", "an object with a type"),
@@ -64,6 +65,8 @@ def test_the_mask_leaves_only_what_the_grammar_allows(fp32_engine):
     assert tokenizer.encode("yes", add_special_tokens=False)[0] in allowed
     state.consume(tokenizer.encode("yes", add_special_tokens=False)[0])
     assert state.done
+    gbnf = GrammarState(response_format_of({"type": "grammar", "grammar": 'root ::= "no"'}), tokenizer)
+    assert tokenizer.encode("no", add_special_tokens=False)[0] in np.flatnonzero(gbnf.mask(np.zeros(len(logits))) == 0)
 
 
 def test_constrained_and_free_sequences_share_batches_and_each_gets_what_it_asked(fp32_engine):

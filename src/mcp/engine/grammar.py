@@ -24,6 +24,7 @@ from typing import Any
 
 import llguidance
 import numpy as np
+from llguidance import gbnf_to_lark
 
 from mcp.base.errors import EngineError, InvalidRequestError
 
@@ -40,7 +41,7 @@ class ResponseFormat:
     """What the output must match: ``text`` (anything), ``json_object`` (any JSON object),
     ``json_schema`` (``schema``: the JSON Schema as JSON text), ``regex`` (``pattern``: a regular
     expression the whole output matches) or ``grammar`` (``pattern``: a Lark grammar, llguidance's
-    dialect, with ``start`` as its start rule). ``strict``: a JSON Schema keyword the engine does
+    dialect, with ``start`` as its start rule, or llama.cpp's GBNF with ``root``). ``strict``: a JSON Schema keyword the engine does
     not implement is an error (else it is ignored). Checked and compiled on construction."""
 
     type: str = "text"
@@ -140,7 +141,13 @@ def _grammar_text(fmt: ResponseFormat) -> str:
         return llguidance.LLMatcher.grammar_from_json_schema(schema, overrides=overrides)
     if fmt.type == "regex":
         return llguidance.LLMatcher.grammar_from_regex(fmt.pattern or "")
-    return llguidance.LLMatcher.grammar_from_lark(fmt.pattern or "")
+    text = fmt.pattern or ""
+    if "::=" in text and not gbnf_to_lark.is_lark_syntax(text):  # llama.cpp's GBNF, start rule `root`
+        try:
+            text = gbnf_to_lark.gbnf_to_lark(text)
+        except Exception as exc:  # noqa: BLE001 - the converter raises plain Exception on a bad grammar
+            raise ValueError(f"GBNF: {exc}") from None
+    return llguidance.LLMatcher.grammar_from_lark(text)
 
 
 def json_schemas_format(schemas: Sequence[Mapping[str, Any]], prefix: str = "", suffix: str = "",
