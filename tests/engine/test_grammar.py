@@ -142,3 +142,14 @@ def test_tool_call_grammar_wraps_one_of_several_schemas(fp32_engine):
     assert call["name"] in ("get_weather", "get_time")
     with pytest.raises(InvalidRequestError, match="at least one schema"):
         json_schemas_format([])
+
+
+def test_the_lean_decoder_takes_a_response_format_too(smollm2_auto_mcp):
+    from mcp.engine.lean import LeanModel
+
+    model = LeanModel(str(smollm2_auto_mcp), num_threads=1)
+    result = model.chat([{"role": "user", "content": "Give me a person as JSON with name and age."}],
+                        max_tokens=60, temperature=0.0,
+                        response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}})
+    person = json.loads(result.text)
+    assert set(person) == {"name", "age"} and result.finish_reason == "stop"
