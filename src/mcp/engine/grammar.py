@@ -115,7 +115,7 @@ def _schema_text(schema: Any) -> str:
         raise InvalidRequestError(f"the JSON schema is not JSON data ({exc})") from None
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=64)
 def compiled_grammar(fmt: ResponseFormat) -> str | None:
     """llguidance's grammar for ``fmt`` (None for ``text``), checked; cached, since the same
     schema comes with every request of an application."""
