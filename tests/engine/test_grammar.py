@@ -153,3 +153,13 @@ def test_the_lean_decoder_takes_a_response_format_too(smollm2_auto_mcp):
                         response_format={"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON}})
     person = json.loads(result.text)
     assert set(person) == {"name", "age"} and result.finish_reason == "stop"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_every_sampling_filter_keeps_to_the_grammar(fp32_engine, seed):
+    fmt = response_format_of({"type": "regex", "regex": "(red|green|blue)(, (red|green|blue)){2}"})
+    params = SamplingParams(max_tokens=30, temperature=1.5, top_k=40, top_p=0.9, min_p=0.01, repetition_penalty=1.5,
+                            presence_penalty=1.0, frequency_penalty=1.0, seed=seed, logprobs=2, response_format=fmt)
+    steps = list(contiguous_decoder(fp32_engine).generate(_chat_ids(fp32_engine, "Name three colors."), params))
+    assert re.fullmatch("(red|green|blue)(, (red|green|blue)){2}", "".join(step.text for step in steps))
+    assert steps[-1].finish_reason == "stop" and all(step.logprob is not None for step in steps)
