@@ -96,6 +96,10 @@ class EngineLoop:
             if not isinstance(value, kind):
                 raise InvalidRequestError(f"expected {kind.__name__}, got {type(value).__name__}")
         budget = min(params.max_tokens, self.max_context - len(prompt_ids))
+        # built before the lock: its grammar (a response format) may take a while the first time,
+        # and may refuse the request, which must happen before the scheduler holds it
+        sequence = SequenceState(0, prompt_ids, params, budget, self.engine.tokenizer,
+                                 Sampler(params, self.engine.device))
         with self._cond:
             if self._closing:
                 raise InvalidRequestError("this engine loop is closed (its model was unloaded); load the model again")
@@ -104,7 +108,7 @@ class EngineLoop:
             request = Request(f"req-{next(self._ids)}", prompt_ids, budget, options.slo_class, options.tenant, now,
                               deadline)
             self.scheduler.add(request, now)  # may raise CapacityError: nothing is registered then
-            live = self._register(request, params)
+            live = self._register(request, sequence)
             self._cond.notify()
         return live.handle
 
@@ -143,9 +147,7 @@ class EngineLoop:
             raise InvalidRequestError(f"prompt_ids holds {bad!r}; token ids are integers in [0, {vocab})")
         return ids
 
-    def _register(self, request: Request, params: SamplingParams) -> LiveRequest:
-        sequence = SequenceState(0, request.prompt_ids, params, request.max_tokens, self.engine.tokenizer,
-                                 Sampler(params, self.engine.device))
+    def _register(self, request: Request, sequence: SequenceState) -> LiveRequest:
         handle = RequestHandle(request.request_id, len(request.prompt_ids), self.cancel)
         live = LiveRequest(request, sequence, handle)
         self._live[request.request_id] = live

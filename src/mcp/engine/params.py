@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from mcp.base.errors import InvalidRequestError
+from mcp.engine.grammar import ResponseFormat, response_format_of
 
 MAX_STOP_STRINGS = 16
 MAX_LOGPROBS = 20
@@ -35,6 +36,7 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False
     logprobs: int | None = None  # None = off; n: chosen token's logprob plus the top n
+    response_format: ResponseFormat | None = None  # None = free text; else a grammar masks each step
 
     def __post_init__(self) -> None:
         _check_int("max_tokens", self.max_tokens, 1, MAX_COUNT, f"an integer in [1, {MAX_COUNT}]")
@@ -49,6 +51,9 @@ class SamplingParams:
         _check_stop_token_ids(self.stop_token_ids)
         if not isinstance(self.ignore_eos, bool):
             raise InvalidRequestError(f"ignore_eos must be true or false, got {self.ignore_eos!r}")
+        if self.response_format is not None and not isinstance(self.response_format, ResponseFormat):
+            raise InvalidRequestError(f"response_format must be a ResponseFormat, got "
+                                      f"{type(self.response_format).__name__}")
 
     def _check_floats(self) -> None:
         checks = (  # name, allowed range as text, test
@@ -70,7 +75,8 @@ class SamplingParams:
     @classmethod
     def from_user(cls, **kwargs: Any) -> SamplingParams:
         """Build from loosely typed request fields: ``None`` means "default", ``stop`` may be
-        one string or a list, ``stop_token_ids`` a list; unknown names are rejected."""
+        one string or a list, ``stop_token_ids`` a list, ``response_format`` what
+        ``grammar.response_format_of`` takes; unknown names are rejected."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(kwargs) - known)
         if unknown:
@@ -83,6 +89,8 @@ class SamplingParams:
         for name in ("stop", "stop_token_ids"):
             if isinstance(values.get(name), list):
                 values[name] = tuple(values[name])
+        if "response_format" in values:
+            values["response_format"] = response_format_of(values["response_format"])
         return cls(**values)
 
 

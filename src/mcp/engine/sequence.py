@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mcp.base.errors import ContextLengthError, InvalidRequestError
+from mcp.engine.grammar import GrammarState
 from mcp.engine.params import SampledToken, SamplingParams
 from mcp.engine.stop import StopChecker
 from mcp.engine.tokenizer import Tokenizer
@@ -63,15 +64,23 @@ class SequenceState:
         self.stop_ids = set(params.stop_token_ids)
         if not params.ignore_eos:
             self.stop_ids.update(tokenizer.eos_token_ids)
+        fmt = params.response_format
+        self.grammar = GrammarState(fmt, tokenizer) if fmt is not None and fmt.constrains else None
         self.generated_ids: list[int] = []
         self.num_cached = 0  # tokens in its KV cache row
         self.finished = False
 
     def advance(self, logits: Any, cancelled: Callable[[], bool]) -> StepOutput:
-        """Sample the next token from ``logits`` [vocab] and say what it releases."""
+        """Sample the next token from ``logits`` [vocab] and say what it releases. With a
+        response format, the grammar masks ``logits`` (in place) first."""
+        if self.grammar is not None:
+            logits = self.grammar.mask(logits)
         token = self.sampler.sample(logits, self.prompt_ids, self.generated_ids)
         self.generated_ids.append(token.token_id)
         text, finish = self._release(token.token_id)
+        if self.grammar is not None and finish is None:
+            self.grammar.consume(token.token_id)
+            finish = "stop" if self.grammar.done else None  # complete: nothing but EOS could follow
         if finish is None and len(self.generated_ids) == self.budget:
             finish = "length"
         if finish is None and cancelled():

@@ -67,6 +67,10 @@ class Tokenizer:
         return cls(backend, spec)
 
 
+    def serialized(self) -> str:
+        """The backend tokenizer as Hugging Face JSON (what a grammar engine builds its own from)."""
+        return self._backend.to_str()
+
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """Token ids of ``text``; special-token strings in it become their special tokens."""
         if not isinstance(text, str):

@@ -4,7 +4,9 @@ Generation options (all keyword-only, all optional; leaving one out takes the Se
 config default): ``max_tokens``, ``temperature``, ``top_p``, ``top_k``, ``min_p``,
 ``repetition_penalty``, ``presence_penalty``, ``frequency_penalty``, ``seed``, ``stop``
 (a string or a list of them), ``stop_token_ids``, ``ignore_eos``, ``logprobs`` (top-n per
-token). ``infer``, ``stream`` and ``infer_batch`` also take ``raw`` (default False: the
+token), ``response_format`` (structured output: OpenAI's ``response_format`` object, our
+``regex``/``grammar`` ones, or a pydantic model class; engine/grammar.py). ``infer``,
+``stream`` and ``infer_batch`` also take ``raw`` (default False: the
 prompt is sent as one user message through the model's chat template when it has one, as
 Ollama's generate does; True: the prompt text is tokenized as is) and ``system`` (a system
 message).

@@ -18,6 +18,7 @@ from typing import Any
 
 from mcp.base.errors import InvalidRequestError
 from mcp.config.runtime import GenerationDefaults
+from mcp.engine.grammar import ResponseFormat
 from mcp.engine.handle import RequestOptions
 from mcp.engine.params import MAX_COUNT, SamplingParams
 from mcp.engine.scheduler.slo import SLOClass
@@ -65,6 +66,7 @@ class Sampling:
     stop: tuple[str, ...] | None = None
     ignore_eos: bool = False
     logprobs: int | None = None  # top-n alternatives per token; None: no logprobs
+    response_format: ResponseFormat | None = None  # None or text: free; else the grammar masks every token
 
     def __post_init__(self) -> None:
         for name, value in self._given().items():  # one at a time: the error names its field

@@ -6,6 +6,7 @@ import orjson
 import pytest
 
 from mcp.base.errors import CapacityError, ContextLengthError, EngineError, RequestCancelled
+from mcp.engine.grammar import ResponseFormat
 from mcp.engine.handle import RequestOptions, RequestOutcome
 from mcp.engine.hooks import RequestTimings
 from mcp.engine.loop_config import LoopConfig
@@ -23,6 +24,9 @@ def _wire(data):
 def test_a_request_round_trips():
     params = SamplingParams(max_tokens=7, temperature=0.5, seed=3, stop=("\n",), stop_token_ids=(2,), logprobs=2)
     options = RequestOptions(slo_class="high", tenant="acme", timeout=4.5)
+    assert codec.decode_request(_wire(codec.encode_request(params, options))) == (params, options)
+    fmt = ResponseFormat.json_schema({"type": "object", "properties": {"a": {"type": "integer"}}}, strict=True)
+    params = SamplingParams(max_tokens=7, response_format=fmt)
     assert codec.decode_request(_wire(codec.encode_request(params, options))) == (params, options)
 
 

@@ -15,6 +15,7 @@ from mcp.base.errors import InvalidRequestError
 from mcp.base.result import InferResult
 from mcp.config.runtime import RuntimeConfig
 from mcp.config.serving import ServedModel
+from mcp.engine.grammar import ResponseFormat
 from mcp.engine.params import MAX_COUNT
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.engine.sequence import StepOutput
@@ -90,11 +91,28 @@ def sampling_of(sampling: pb.SamplingParams, config: RuntimeConfig) -> Sampling:
     if (given["top_k"] or 0) > MAX_COUNT:
         raise FieldError(f"sampling.top_k is {given['top_k']}; at most {MAX_COUNT} (0 = off)", "sampling.top_k")
     max_tokens, logprobs = _max_tokens(sampling, config), _logprobs(sampling)
+    response_format = _response_format(sampling)
     try:
         return Sampling(**given, max_tokens=max_tokens, stop=tuple(sampling.stop) or None,
-                        ignore_eos=sampling.ignore_eos, logprobs=logprobs)
+                        ignore_eos=sampling.ignore_eos, logprobs=logprobs, response_format=response_format)
     except FieldError as error:
         raise FieldError(str(error), f"sampling.{error.param}") from None
+
+
+def _response_format(sampling: pb.SamplingParams) -> ResponseFormat | None:
+    """``sampling.response_format`` compiled; one the engine cannot compile is INVALID_ARGUMENT."""
+    if not sampling.HasField("response_format"):
+        return None
+    message = sampling.response_format
+    kind = message.WhichOneof("format")
+    try:
+        if kind == "json_schema":
+            return ResponseFormat("json_schema", schema=message.json_schema.schema, strict=message.json_schema.strict)
+        if kind in ("regex", "grammar"):
+            return ResponseFormat(kind, pattern=getattr(message, kind))
+        return ResponseFormat(kind or "text")
+    except InvalidRequestError as error:
+        raise FieldError(str(error), "sampling.response_format") from None
 
 
 def _max_tokens(sampling: pb.SamplingParams, config: RuntimeConfig) -> int:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from mcp.base.errors import InvalidRequestError
 from mcp.config.runtime import RuntimeConfig
+from mcp.engine.grammar import ResponseFormat, response_format_of
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.serving.errors import FieldError
 from mcp.serving.http import schemas as s
@@ -93,7 +94,19 @@ def _sampling(body: Body, max_tokens: int | None, logprobs: int | None, config: 
     return Sampling(max_tokens=max_tokens, temperature=body.temperature, top_p=body.top_p, top_k=body.top_k,
                     min_p=body.min_p, repetition_penalty=body.repetition_penalty,
                     presence_penalty=body.presence_penalty, frequency_penalty=body.frequency_penalty,
-                    seed=body.seed, stop=stop, ignore_eos=body.ignore_eos, logprobs=logprobs)
+                    seed=body.seed, stop=stop, ignore_eos=body.ignore_eos, logprobs=logprobs,
+                    response_format=_response_format(body.response_format))
+
+
+def _response_format(field: s.ResponseFormat | None) -> ResponseFormat | None:
+    """The body's ``response_format`` compiled; one the grammar engine cannot compile is a 400
+    naming the problem."""
+    if field is None:
+        return None
+    try:
+        return response_format_of(field.model_dump(by_alias=True))
+    except InvalidRequestError as error:
+        raise FieldError(str(error), "response_format") from None
 
 
 def _slo_class(header: str | None) -> SLOClass | None:

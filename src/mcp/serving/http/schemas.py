@@ -9,7 +9,7 @@ engine's ``SamplingParams`` bounds them, so nothing reaches a model's worker tha
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
@@ -60,6 +60,44 @@ class ChatMessage(_Request):
     name: Text | None = None
 
 
+class TextFormat(_Request):
+    type: Literal["text"]
+
+
+class JSONObjectFormat(_Request):
+    type: Literal["json_object"]
+
+
+class JSONSchemaSpec(_Request):
+    name: Text = Field(min_length=1, max_length=64)
+    description: Text | None = None
+    schema_: dict[str, Any] | bool = Field(True, alias="schema", description="the JSON Schema the output validates against")
+    strict: bool | None = None
+
+
+class JSONSchemaFormat(_Request):
+    type: Literal["json_schema"]
+    json_schema: JSONSchemaSpec
+
+
+class RegexFormat(_Request):
+    """Our extension: the whole output matches ``regex``."""
+
+    type: Literal["regex"]
+    regex: NonEmptyText
+
+
+class GrammarFormat(_Request):
+    """Our extension: the output is a sentence of ``grammar`` (Lark syntax, llguidance's dialect)."""
+
+    type: Literal["grammar"]
+    grammar: NonEmptyText
+
+
+ResponseFormat = Annotated[TextFormat | JSONObjectFormat | JSONSchemaFormat | RegexFormat | GrammarFormat,
+                           Field(discriminator="type")]
+
+
 class _Sampling(_Request):
     model: Text = Field("", description="name or name:version; empty: the server's default model")
     max_tokens: Count | None = None
@@ -77,6 +115,7 @@ class _Sampling(_Request):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: Text | None = None
+    response_format: ResponseFormat | None = None
 
 
 class ChatCompletionRequest(_Sampling):

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from mcp.base import errors
+from mcp.engine.grammar import ResponseFormat
 from mcp.engine.handle import RequestOptions, RequestOutcome
 from mcp.engine.hooks import RequestTimings
 from mcp.engine.live import LoopStats
@@ -93,6 +94,8 @@ def decode_request(data: dict[str, Any]) -> tuple[SamplingParams, RequestOptions
     params = dict(data["params"])
     params["stop"] = tuple(params["stop"])
     params["stop_token_ids"] = tuple(params["stop_token_ids"])
+    if params.get("response_format") is not None:
+        params["response_format"] = ResponseFormat(**params["response_format"])
     return SamplingParams(**params), RequestOptions(**data["options"])
 
 

@@ -1,0 +1,85 @@
+"""Structured output through the OpenAI-compatible API: a real ``mcp2026 serve`` with the default
+model, called with the official ``openai`` client (``.parse()`` with a pydantic model,
+``json_object``, our regex and grammar extensions) and raw httpx for the refusals."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import openai
+import pytest
+from pydantic import BaseModel, Field
+
+pytestmark = pytest.mark.slow
+GREEDY = {"temperature": 0.0}
+
+
+class Person(BaseModel):
+    name: str = Field(max_length=24)
+    age: int
+
+
+@pytest.fixture(scope="module")
+def server(start_server, smollm2_auto_mcp):
+    return start_server({
+        "runtime": {"device": "cpu"},
+        "scheduler": {"kv_cache_bytes": 512 * 16 * 46080},
+        "serving": {"models": [{"name": "smollm2", "source": str(smollm2_auto_mcp)}]},
+    })
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+def test_parse_with_a_pydantic_model_returns_the_parsed_object(client):
+    reply = client.chat.completions.parse(
+        model="smollm2", messages=[{"role": "user", "content": "Give me a person as JSON with name and age."}],
+        response_format=Person, max_tokens=60, **GREEDY)
+    person = reply.choices[0].message.parsed
+    assert isinstance(person, Person) and person.name and len(person.name) <= 24
+    assert reply.choices[0].finish_reason == "stop"
+    assert Person.model_validate_json(reply.choices[0].message.content) == person
+
+
+def test_json_object_returns_a_json_object_and_text_is_free(client):
+    messages = [{"role": "user", "content": "Describe a cat as a JSON object."}]
+    reply = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=120,
+                                           response_format={"type": "json_object"}, **GREEDY)
+    assert isinstance(json.loads(reply.choices[0].message.content), dict)
+    free = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=12, **GREEDY)
+    text = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=12,
+                                          response_format={"type": "text"}, **GREEDY)
+    assert text.choices[0].message.content == free.choices[0].message.content
+
+
+def test_regex_and_grammar_extensions_streamed_and_on_completions(client):
+    chunks = client.chat.completions.create(
+        model="smollm2", messages=[{"role": "user", "content": "What is your phone number?"}], max_tokens=20,
+        stream=True, extra_body={"response_format": {"type": "regex", "regex": r"[0-9]{3}-[0-9]{4}"}}, **GREEDY)
+    assert re.fullmatch(r"[0-9]{3}-[0-9]{4}", "".join(c.choices[0].delta.content or "" for c in chunks if c.choices))
+    reply = client.completions.create(
+        model="smollm2", prompt="Is the sky blue? Answer:", max_tokens=8,
+        extra_body={"response_format": {"type": "grammar", "grammar": 'start: " " ("yes" | "no")'}}, **GREEDY)
+    assert reply.choices[0].text in (" yes", " no") and reply.choices[0].finish_reason == "stop"
+
+
+@pytest.mark.parametrize(("response_format", "reason"), [
+    ({"type": "json_schema", "json_schema": {"name": "p", "schema": {"$ref": "#/definitions/missing"}}},
+     "/definitions/missing"),
+    ({"type": "json_schema", "json_schema": {"name": "p", "strict": True,
+                                             "schema": {"type": "array", "uniqueItems": True}}}, "uniqueItems"),
+    ({"type": "regex", "regex": "(unclosed"}, "cannot be compiled"),
+    ({"type": "grammar", "grammar": "start: nowhere"}, "nowhere"),
+    ({"type": "xml"}, "response_format"),
+])
+def test_a_format_the_engine_cannot_compile_is_a_400_with_its_reason(server, response_format, reason):
+    body = {"model": "smollm2", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4,
+            "response_format": response_format}
+    reply = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert reason in error["message"] and error["param"].startswith("response_format")
