@@ -85,6 +85,23 @@ int64_t tile_bytes(WeightKind kind, int64_t K) {
 
 inline uint16_t u16_at(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
 
+// The kinds with a scale (and a min) per group of 32, its codes 4 bits (and a fifth):
+// Q4_0, Q4_1, Q5_0, Q5_1.
+struct FlatLayout {
+  int64_t group_bytes, param_bytes;  // per group and tile; the d (and m) before the chunks
+  int32_t centre;  // Q4_0 8, Q5_0 16: value d * (q - centre); 0 with a min
+  bool min, fifth;  // value d * q + m; a fifth bit per code
+};
+
+FlatLayout flat_layout(WeightKind kind) {
+  switch (kind) {
+    case WeightKind::kQ4_0x16: return {kQ4_0Group, 32, 8, false, false};
+    case WeightKind::kQ4_1x16: return {kQ4_1Group, 64, 0, true, false};
+    case WeightKind::kQ5_0x16: return {kQ5_0Group, 32, 16, false, true};
+    default: return {kQ5_1Group, 64, 0, true, true};  // kQ5_1x16
+  }
+}
+
 // The sum of activation codes of row m, elements [16h, 16h + 16) (see MatmulArgs::x_code_sums).
 inline int32_t half_sum(const MatmulArgs& a, int64_t m, int64_t h) { return a.x_code_sums[m * (a.K / 16) + h]; }
 
@@ -140,47 +157,25 @@ void row_tile(const MatmulArgs& a, const uint8_t* tile, int64_t m, float (&acc)[
     const int32_t sum_lo = half_sum(a, m, 2 * g), sum_hi = half_sum(a, m, 2 * g + 1);
     for (int r = 0; r < kTileRows; ++r) {
       switch (a.kind) {
-        case WeightKind::kQ4_0x16: {
-          const uint8_t* p = tile + g * kQ4_0Group;
-          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g);
-          acc[r] = std::fma(static_cast<float>(s.lo + s.hi - 8 * (sum_lo + sum_hi)), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
-          break;
-        }
-        case WeightKind::kQ4_1x16: {
-          const uint8_t* p = tile + g * kQ4_1Group;
-          const Sums s = digit_dots(a, p + 64, nullptr, nullptr, r, m, g);
-          acc[r] = std::fma(static_cast<float>(s.lo + s.hi), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
-          acc[r] = std::fma(from_f16(u16_at(p + 32 + 2 * r)), x_sum, acc[r]);
-          break;
-        }
-        case WeightKind::kQ4Kx16: {
-          const uint8_t* block = tile + g / 8 * kQ4KBlock;
-          const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
-          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g);
-          const float scale = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
-          const float offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
-          acc[r] = std::fma(static_cast<float>(s.lo + s.hi), scale * dx, acc[r]);
-          acc[r] = std::fma(offset, x_sum, acc[r]);
-          break;
-        }
-        case WeightKind::kQ5_0x16: {
-          const uint8_t* p = tile + g * kQ5_0Group;
-          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g, p + 32 + kNibbleBytes);
-          acc[r] = std::fma(static_cast<float>(s.lo + s.hi - 16 * (sum_lo + sum_hi)), from_f16(u16_at(p + 2 * r)) * dx,
-                            acc[r]);
-          break;
-        }
+        case WeightKind::kQ4_0x16:
+        case WeightKind::kQ4_1x16:
+        case WeightKind::kQ5_0x16:
         case WeightKind::kQ5_1x16: {
-          const uint8_t* p = tile + g * kQ5_1Group;
-          const Sums s = digit_dots(a, p + 64, nullptr, nullptr, r, m, g, p + 64 + kNibbleBytes);
-          acc[r] = std::fma(static_cast<float>(s.lo + s.hi), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
-          acc[r] = std::fma(from_f16(u16_at(p + 32 + 2 * r)), x_sum, acc[r]);
+          const FlatLayout f = flat_layout(a.kind);
+          const uint8_t* p = tile + g * f.group_bytes;
+          const uint8_t* chunks = p + f.param_bytes;
+          const Sums s = digit_dots(a, chunks, nullptr, nullptr, r, m, g, f.fifth ? chunks + kNibbleBytes : nullptr);
+          const int32_t centred = s.lo + s.hi - (f.min ? 0 : f.centre * (sum_lo + sum_hi));
+          acc[r] = std::fma(static_cast<float>(centred), from_f16(u16_at(p + 2 * r)) * dx, acc[r]);
+          if (f.min) acc[r] = std::fma(from_f16(u16_at(p + 32 + 2 * r)), x_sum, acc[r]);
           break;
         }
+        case WeightKind::kQ4Kx16:
         case WeightKind::kQ5Kx16: {
-          const uint8_t* block = tile + g / 8 * kQ5KBlock;
-          const uint8_t* p = block + 64 + g % 8 * kQ5KGroup;
-          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g, p + 32 + kNibbleBytes);
+          const bool fifth = a.kind == WeightKind::kQ5Kx16;
+          const uint8_t* block = tile + g / 8 * (fifth ? kQ5KBlock : kQ4KBlock);
+          const uint8_t* p = block + 64 + g % 8 * (fifth ? kQ5KGroup : kQ4KGroup);
+          const Sums s = digit_dots(a, p + 32, nullptr, nullptr, r, m, g, fifth ? p + 32 + kNibbleBytes : nullptr);
           const float scale = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
           const float offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
           acc[r] = std::fma(static_cast<float>(s.lo + s.hi), scale * dx, acc[r]);
@@ -244,52 +239,27 @@ struct GroupValues {
 GroupValues group_values(WeightKind kind, const uint8_t* tile, int64_t g, int r) {
   GroupValues v;
   switch (kind) {
-    case WeightKind::kQ4_0x16: {
-      const uint8_t* p = tile + g * kQ4_0Group;
-      v.chunks = p + 32;
-      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
-      v.centre = 8;
-      break;
-    }
-    case WeightKind::kQ4_1x16: {
-      const uint8_t* p = tile + g * kQ4_1Group;
-      v.chunks = p + 64;
-      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
-      v.offset = from_f16(u16_at(p + 32 + 2 * r));
-      v.offsets = true;
-      break;
-    }
-    case WeightKind::kQ4Kx16: {
-      const uint8_t* block = tile + g / 8 * kQ4KBlock;
-      const uint8_t* p = block + 64 + g % 8 * kQ4KGroup;
-      v.chunks = p + 32;
-      v.scale[0] = v.scale[1] = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
-      v.offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
-      v.offsets = true;
-      break;
-    }
-    case WeightKind::kQ5_0x16: {
-      const uint8_t* p = tile + g * kQ5_0Group;
-      v.chunks = p + 32;
-      v.fifth = p + 32 + kNibbleBytes;
-      v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
-      v.centre = 16;
-      break;
-    }
+    case WeightKind::kQ4_0x16:
+    case WeightKind::kQ4_1x16:
+    case WeightKind::kQ5_0x16:
     case WeightKind::kQ5_1x16: {
-      const uint8_t* p = tile + g * kQ5_1Group;
-      v.chunks = p + 64;
-      v.fifth = p + 64 + kNibbleBytes;
+      const FlatLayout f = flat_layout(kind);
+      const uint8_t* p = tile + g * f.group_bytes;
+      v.chunks = p + f.param_bytes;
+      if (f.fifth) v.fifth = v.chunks + kNibbleBytes;
       v.scale[0] = v.scale[1] = from_f16(u16_at(p + 2 * r));
-      v.offset = from_f16(u16_at(p + 32 + 2 * r));
-      v.offsets = true;
+      v.centre = f.centre;
+      v.offsets = f.min;
+      if (f.min) v.offset = from_f16(u16_at(p + 32 + 2 * r));
       break;
     }
+    case WeightKind::kQ4Kx16:
     case WeightKind::kQ5Kx16: {
-      const uint8_t* block = tile + g / 8 * kQ5KBlock;
-      const uint8_t* p = block + 64 + g % 8 * kQ5KGroup;
+      const bool fifth = kind == WeightKind::kQ5Kx16;
+      const uint8_t* block = tile + g / 8 * (fifth ? kQ5KBlock : kQ4KBlock);
+      const uint8_t* p = block + 64 + g % 8 * (fifth ? kQ5KGroup : kQ4KGroup);
       v.chunks = p + 32;
-      v.fifth = p + 32 + kNibbleBytes;
+      if (fifth) v.fifth = p + 32 + kNibbleBytes;
       v.scale[0] = v.scale[1] = from_f16(u16_at(block + 2 * r)) * static_cast<float>(p[r]);
       v.offset = -from_f16(u16_at(block + 32 + 2 * r)) * static_cast<float>(p[16 + r]);
       v.offsets = true;
