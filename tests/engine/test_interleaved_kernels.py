@@ -99,6 +99,14 @@ def test_every_build_gives_the_same_bits(kind):
     k = k_of(kind, 2)
     matrix = matrix_of(kind, random_blocks(kind, 32, k, seed=21, scale_bytes=True)).interleaved()
     x = torch.randn(5, k, generator=torch.Generator().manual_seed(3))
+    outputs = on_every_build(lambda: [matrix.matmul(x, x_digits=digits) for digits in (1, 2)])
+    for name, got in outputs.items():
+        for digits, (a, b) in enumerate(zip(got, outputs["scalar"]), start=1):
+            assert torch.equal(a, b), (name, digits)
+
+
+def on_every_build(compute) -> dict:
+    """compute() on each instruction-set build this CPU has: build name -> its result."""
     best, outputs = kernels.isa(), {}
     try:
         for name in ("scalar", "avx2", "avx512"):
@@ -106,12 +114,10 @@ def test_every_build_gives_the_same_bits(kind):
                 kernels.set_isa(name)
             except ValueError:
                 continue  # this CPU lacks it
-            outputs[name] = [matrix.matmul(x, x_digits=digits) for digits in (1, 2)]
+            outputs[name] = compute()
     finally:
         kernels.set_isa(best)
-    for name, got in outputs.items():
-        for digits, (a, b) in enumerate(zip(got, outputs["scalar"]), start=1):
-            assert torch.equal(a, b), (name, digits)
+    return outputs
 
 
 @pytest.mark.parametrize("kind", SOURCES)
@@ -179,16 +185,7 @@ def test_q8_0_interleaved_keeps_its_values_and_sums_exactly(isa, digits):
 def test_q8_0_interleaved_gives_the_same_bits_on_every_build():
     laid = q8_0_matrix(32, 128, seed=32).interleaved()
     x = torch.randn(5, 128, generator=torch.Generator().manual_seed(2))
-    best, outputs = kernels.isa(), {}
-    try:
-        for name in ("scalar", "avx2", "avx512"):
-            try:
-                kernels.set_isa(name)
-            except ValueError:
-                continue
-            outputs[name] = laid.matmul(x, x_digits=2)
-    finally:
-        kernels.set_isa(best)
+    outputs = on_every_build(lambda: laid.matmul(x, x_digits=2))
     assert all(torch.equal(got, outputs["scalar"]) for got in outputs.values())
 
 
