@@ -7,7 +7,9 @@ dataclasses. The schema is documented in docs/config.md.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -21,24 +23,34 @@ from mcp.config.attestation import AttestationConfig, AttestationSection, resolv
 from mcp.config.serving import ServingConfig, ServingSection, resolve_serving
 from mcp.config.signing import SigningConfig, SigningSection, resolve_signing
 from mcp.engine.loop_config import DEFAULT_KV_MEMORY_FRACTION, LoopConfig
+from mcp.engine.options import EngineOptions, Precision
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
 
 
-class RuntimeSection(StrictSection):
-    device: str = "auto"
+class _RuntimeKeys(StrictSection):
+    """The ``runtime:`` keys that are the session's own, and the YAML form of the engine options
+    that are converted on the way (``auto`` for None, a mapping for the overrides)."""
+
     num_threads: int | Literal["auto"] = "auto"
-    precision: Literal["auto", "fp32", "bf16", "f16", "int4", "int8"] = "auto"
-    precision_overrides: dict[str, Literal["auto", "fp32", "bf16", "f16", "int4", "int8"]] = {}
-    cache_prefill_weights: bool = False
-    decode_dots: Literal["auto", "int8", "int8x2", "exact"] = "auto"
-    native_step: bool = True
+    precision_overrides: dict[str, Precision] = {}
     max_context: int | Literal["auto"] = "auto"
     verify_models: bool = False
     require_signed_models: bool = False
     trusted_ca: str | None = None  # PEM file of the CAs whose signatures models may carry
     model_dir: str | None = None
     cache_dir: str | None = None
+
+
+def _engine_option_keys(declared: type[StrictSection]) -> dict[str, Any]:
+    """Every other ``EngineOptions`` field as a key of its own type and default: an engine option
+    is declared once, in the engine, and is a ``runtime:`` key without being written here."""
+    types = typing.get_type_hints(EngineOptions)
+    return {f.name: (types[f.name], f.default) for f in dataclasses.fields(EngineOptions)
+            if f.name not in declared.model_fields}
+
+
+RuntimeSection = pydantic.create_model("RuntimeSection", __base__=_RuntimeKeys, **_engine_option_keys(_RuntimeKeys))
 
 
 class GenerationSection(StrictSection):
@@ -109,17 +121,11 @@ class GenerationDefaults:
 
 
 @dataclass(frozen=True)
-class RuntimeConfig:
-    """The resolved configuration of a Session."""
+class RuntimeConfig(EngineOptions):
+    """The resolved configuration of a Session: the engine options (``EngineOptions``: device,
+    precision, decode_dots, ...) and the session's own settings below."""
 
-    device: str = "auto"
     num_threads: int | None = None  # None: all cores this process may use
-    precision: str = "auto"
-    precision_overrides: tuple[tuple[str, str], ...] = ()  # (fnmatch pattern, precision), first wins
-    cache_prefill_weights: bool = False
-    decode_dots: str = "auto"  # native decode kernels: auto | exact | int8 | int8x2 (see engine/precision.py)
-    native_step: bool = True  # decode steps as one C++ call where the plan allows
-    max_context: int | None = None
     verify_models: bool = False
     require_signed_models: bool = False  # refuse a model without a valid MODEL.mcp.sig from trusted_ca
     trusted_ca: Path | None = None

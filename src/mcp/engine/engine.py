@@ -15,22 +15,11 @@ import torch
 from mcp.base.errors import ConfigError, ModelFormatError
 from mcp.engine.layers.linear import PackedLinear, interleave_for_integer_dots
 from mcp.engine.models import model_class
+from mcp.engine.options import EngineOptions
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
 from mcp.engine.weights import ModelWeights
 from mcp.modelfile.reader import ModelFile
-
-
-@dataclass(frozen=True)
-class EngineOptions:
-    device: str = "auto"  # auto | cpu | cuda | cuda:N
-    precision: str = "auto"  # auto (the file's plan, else by hardware) | fp32 | bf16 | f16 | int4
-    precision_overrides: tuple[tuple[str, str], ...] = ()  # (fnmatch pattern, precision), first wins
-    max_context: int | None = None  # cap below the model's own context length
-    cache_prefill_weights: bool = False  # keep dense copies of int4 weights for prefill GEMMs
-    native_kernels: bool = True  # use mcp.engine.kernels on a CPU when built (False: PyTorch's kernels)
-    decode_dots: str = "auto"  # native decode kernels: auto (int8x2 on AVX2/AVX-512) | exact (fp32) | int8 | int8x2
-    native_step: bool = True  # decode steps as one C++ call where the plan allows (all native, fp32)
 
 
 def resolve_device(spec: str) -> torch.device:

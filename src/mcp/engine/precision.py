@@ -28,12 +28,12 @@ import torch
 
 from mcp.base.errors import ConfigError
 from mcp.engine import kernels
+from mcp.engine.options import DECODE_DOTS, PRECISION_CHOICES
 from mcp.engine.quant import int8
 from mcp.engine.quant.int4pack import INT4_SOURCES, can_pack
 from mcp.modelfile.spec import QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, PrecisionPlan, TensorSpec
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
-PRECISION_CHOICES = ("auto", "fp32", "bf16", "f16", "int4", "int8")
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
 # A packed matrix runs its decode kernel for calls of up to this many rows and its prefill
 # kernel (a dense GEMM) above. The dense GEMM needs the weight dequantized, per call unless
@@ -64,8 +64,8 @@ DECODE_MAX_ROWS_NATIVE_NO_AMX = 128
 # The native kernel of each GGUF block kind read as stored (mcp.engine.kernels.BLOCK_KINDS).
 BLOCK_KERNELS = {kind: f"mcp-{kind}" for kind in kernels.BLOCK_KINDS}
 NATIVE_KERNELS = ("mcp-int4", "mcp-int8", *BLOCK_KERNELS.values())
-# How the native decode kernels multiply: "exact" multiplies the exact weights with fp32
-# activations; "int8" quantizes each activation row to int8 blocks of 32 and multiplies in
+# How the native decode kernels multiply (DECODE_DOTS, engine/options.py): "exact" multiplies
+# the exact weights with fp32 activations; "int8" quantizes each activation row to int8 blocks of 32 and multiplies in
 # integer SIMD (llama.cpp's way: top-1 agreement with fp32 drops from 100% to ~92%), the
 # sensitive output head excepted; "int8x2" writes each block as two int8 digits (15 bits)
 # and multiplies both, the head included: 99.9% top-1 and mean KL < 1e-5 on the quality
@@ -73,7 +73,7 @@ NATIVE_KERNELS = ("mcp-int4", "mcp-int8", *BLOCK_KERNELS.values())
 # 2.3-2.6x the exact step's batch-1 decode at 1B on one Zen 4 core. "auto" picks int8x2
 # where the native kernels have SIMD (AVX2, AVX-512), exact on the plain C++ build
 # (docs/config.md).
-DECODE_DOTS = ("auto", "int8", "int8x2", "exact")
+#
 # The activation digits of each: what the kernels take (mcp.engine.kernels, x_digits).
 DOT_DIGITS = {"exact": 0, "int8": 1, "int8x2": 2}
 

@@ -65,15 +65,8 @@ class Session:
                     f"a model named {key!r} is already loaded in this session; "
                     "unload it first or pass name=... to load another copy"
                 )
-        options = EngineOptions(
-            device=device or self.config.device,
-            precision=precision or self.config.precision,
-            precision_overrides=self.config.precision_overrides,
-            max_context=self.config.max_context,
-            cache_prefill_weights=self.config.cache_prefill_weights,
-            decode_dots=self.config.decode_dots,
-            native_step=self.config.native_step,
-        )
+        options = EngineOptions.of(self.config, device=device or self.config.device,
+                                   precision=precision or self.config.precision)
         if self.config.require_signed_models:
             _check_signature(path, self.config.trusted_ca)
         check = self.config.verify_models if verify is None else verify

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mcp.base.errors import ConfigError, ModelNotFoundError
+from mcp.config.runtime import RuntimeConfig
 from mcp.config.serving import ServedModel
 from mcp.engine.engine import NativeEngine
 from mcp.engine.tokenizer import Tokenizer
@@ -140,9 +141,6 @@ def worker_report(model: Model) -> dict[str, Any] | None:
     return None if process is None else {k: v for k, v in process.ready.items() if k != "header"}
 
 
-def _engine_settings(config, precision: str | None) -> EngineSettings:
-    return EngineSettings(
-        device=config.device, precision=precision or config.precision,
-        precision_overrides=config.precision_overrides, max_context=config.max_context,
-        cache_prefill_weights=config.cache_prefill_weights, decode_dots=config.decode_dots,
-        native_step=config.native_step, num_threads=config.num_threads, verify=config.verify_models)
+def _engine_settings(config: RuntimeConfig, precision: str | None) -> EngineSettings:
+    return EngineSettings.of(config, precision=precision or config.precision, num_threads=config.num_threads,
+                             verify=config.verify_models)

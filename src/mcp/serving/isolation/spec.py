@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mcp.config.isolation import WorkerLimits
+from mcp.engine.options import EngineOptions
 
 # Variables a worker inherits: locale, paths to find Python and its packages, thread and
 # accelerator settings. Anything else (API keys, database URLs, tokens) stays behind.
@@ -33,16 +34,10 @@ def worker_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str
 
 
 @dataclass(frozen=True)
-class EngineSettings:
-    """The runtime settings the engine reads (``runtime:`` in mcp-config.yaml)."""
+class EngineSettings(EngineOptions):
+    """What the worker's engine is loaded with: every engine option (``runtime:`` in
+    mcp-config.yaml), and the worker's threads and whether it verifies the file."""
 
-    device: str = "auto"
-    precision: str = "auto"
-    precision_overrides: tuple[tuple[str, str], ...] = ()
-    max_context: int | None = None
-    cache_prefill_weights: bool = False
-    decode_dots: str = "auto"
-    native_step: bool = True
     num_threads: int | None = None
     verify: bool = False
 

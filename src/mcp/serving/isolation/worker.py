@@ -249,13 +249,9 @@ def _measure_and_load(spec: WorkerSpec, model_fd: int) -> tuple[str, NativeEngin
 def _load_engine(spec: WorkerSpec, model_fd: int) -> NativeEngine:
     """The engine, built from the descriptor just measured (``/proc/self/fd/N``: the same file,
     even if the path was replaced since)."""
-    s = spec.engine
-    options = EngineOptions(device=s.device, precision=s.precision, precision_overrides=s.precision_overrides,
-                            max_context=s.max_context, cache_prefill_weights=s.cache_prefill_weights,
-                            decode_dots=s.decode_dots, native_step=s.native_step)
     opened = f"/proc/self/fd/{model_fd}"
     try:
-        return load_on_a_passing_thread(Path(opened), s.verify, options)
+        return load_on_a_passing_thread(Path(opened), spec.engine.verify, EngineOptions.of(spec.engine))
     except MCPError as exc:  # name the model's own path, not the descriptor's
         raise type(exc)(str(exc).replace(opened, spec.model_path)) from None
 
