@@ -23,7 +23,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import StreamingResponse
 
-from mcp.base.errors import MCPError
+from mcp.base.errors import MCPError, ModelNotFoundError
 from mcp.serving.errors import describe
 from mcp.serving.generation import ChoiceEvent, Generation
 from mcp.serving.http import convert, render
@@ -55,6 +55,19 @@ async def list_models(state: ServerState = Depends(state_of), caller: Caller = D
     cards = [s.ModelCard(id=name, created=int(v.loaded_at)) for name, v in sorted(state.host.current().items())]
     cards += [s.ModelCard(id=v.key, created=int(v.loaded_at)) for v in state.host.versions()]
     return s.ModelList(data=cards)
+
+
+@router.get("/v1/models/{model_id:path}", response_model=s.ModelCard, responses=ERRORS)
+async def retrieve_model(model_id: str, state: ServerState = Depends(state_of),
+                         caller: Caller = Depends(caller_of)) -> s.ModelCard:
+    """One model by the id ``/v1/models`` lists (a name, or name:version); 404 if none is loaded."""
+    current = state.host.current()
+    if model_id in current:
+        return s.ModelCard(id=model_id, created=int(current[model_id].loaded_at))
+    for version in state.host.versions():
+        if version.key == model_id:
+            return s.ModelCard(id=model_id, created=int(version.loaded_at))
+    raise ModelNotFoundError(f"no model {model_id!r} is loaded; GET /v1/models lists the ones that are")
 
 
 @router.post("/v1/chat/completions", response_model=s.ChatCompletionResponse,

@@ -98,5 +98,5 @@ def _template_call(call: Mapping[str, Any]) -> dict[str, Any]:
         arguments = json.loads(function["arguments"])
     except (TypeError, ValueError):
         arguments = function["arguments"]
-    return {**call, "function": {**function, "arguments": arguments}, **{"name": function["name"],
-                                                                      "arguments": arguments}}
+    return {**call, "function": {**function, "arguments": arguments}, "name": function["name"],
+            "arguments": arguments}
