@@ -124,10 +124,10 @@ def _text(content: str | list | None, index: int) -> str:
         return content or ""
     texts = []
     for j, part in enumerate(content):
-        if isinstance(part, s.MediaPart):
+        if part.type in _MEDIA:
             raise FieldError(f"messages[{index}].content[{j}] is an {part.type} part: this model takes no "
                              f"{_MEDIA[part.type]}; send text parts only", f"messages[{index}].content[{j}]")
-        texts.append(part.text if isinstance(part, s.TextPart) else part.refusal)
+        texts.append(part.text if part.type == "text" else part.refusal)
     return "".join(texts)
 
 

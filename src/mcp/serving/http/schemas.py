@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model,
+                      model_validator)
 
 from mcp.base.arguments import check_model_name, check_model_source, check_unicode
 from mcp.engine.params import MAX_COUNT, SEED_RANGE
@@ -53,25 +54,24 @@ class StreamOptions(_Request):
     include_usage: bool = False
 
 
-class TextPart(_Request):
-    type: Literal["text"]
-    text: Text
+class ContentPart(BaseModel):
+    """A part of a message's content: ``text`` (and ``refusal``) are read; an image, audio or file
+    part is parsed only so that the answer can say "this model takes no images" (convert.py)."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+    type: Literal["text", "refusal", "image_url", "input_audio", "file", "image", "audio", "input_image"]
+    text: Text | None = None
+    refusal: Text | None = None
     cache_control: JsonObject | None = None  # Anthropic-style prompt caching hints: no effect here
 
-
-class RefusalPart(_Request):
-    type: Literal["refusal"]
-    refusal: Text
-
-
-class MediaPart(BaseModel):
-    """An image, audio or file part: parsed so the answer can say "this model takes no images"."""
-
-    model_config = ConfigDict(extra="allow")
-    type: Literal["image_url", "input_audio", "file", "image", "audio", "input_image"]
-
-
-ContentPart = Annotated[TextPart | RefusalPart | MediaPart, Field(discriminator="type")]
+    @model_validator(mode="after")
+    def _text_parts_are_strict(self) -> ContentPart:
+        if self.type in ("text", "refusal"):
+            if self.model_extra:
+                raise ValueError(f"unknown field {next(iter(self.model_extra))!r} in a {self.type} part")
+            if getattr(self, self.type) is None:
+                raise ValueError(f"a {self.type} part needs its {self.type!r} string")
+        return self
 
 
 class FunctionCall(_Request):
