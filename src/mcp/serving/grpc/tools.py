@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+
 from mcp.serving.errors import FieldError
 from mcp.serving.grpc._gen import inference_pb2 as pb
 from mcp.serving.tools.parse import ParsedAnswer
