@@ -17,6 +17,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from mcp.base.arguments import check_model_name, check_model_source, check_unicode
 from mcp.engine.params import MAX_COUNT, SEED_RANGE
 from mcp.serving.http import fields as published
+from mcp.serving.request import RESERVED_TEMPLATE_KWARGS
 
 # Request text: a lone surrogate (JSON's "\\ud800") is a 400 naming the field, not a tokenizer crash.
 Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the text"))]
@@ -54,11 +55,23 @@ class StreamOptions(_Request):
     include_usage: bool = False
 
 
+def _text_parts_only(schema: dict) -> None:
+    """What the schema promises: text and refusal parts (a media part is a 400, see ContentPart)."""
+    text = {"type": "object", "additionalProperties": False, "required": ["type", "text"], "properties": {
+        "type": {"const": "text"}, "text": {"type": "string"},
+        "cache_control": {"anyOf": [{"type": "object"}, {"type": "null"}]}}}
+    refusal = {"type": "object", "additionalProperties": False, "required": ["type", "refusal"], "properties": {
+        "type": {"const": "refusal"}, "refusal": {"type": "string"}}}
+    description = schema.get("description", "")
+    schema.clear()
+    schema.update({"oneOf": [text, refusal], "description": description})
+
+
 class ContentPart(BaseModel):
     """A part of a message's content: ``text`` (and ``refusal``) are read; an image, audio or file
     part is parsed only so that the answer can say "this model takes no images" (convert.py)."""
 
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=_text_parts_only)
     type: Literal["text", "refusal", "image_url", "input_audio", "file", "image", "audio", "input_image"]
     text: Text | None = None
     refusal: Text | None = None
@@ -69,6 +82,10 @@ class ContentPart(BaseModel):
         if self.type in ("text", "refusal"):
             if self.model_extra:
                 raise ValueError(f"unknown field {next(iter(self.model_extra))!r} in a {self.type} part")
+            if self.type == "refusal" and (self.text is not None or self.cache_control is not None):
+                raise ValueError("a refusal part has only its 'refusal' string")
+            if self.type == "text" and self.refusal is not None:
+                raise ValueError("a text part has no 'refusal'; send a refusal part")
             if getattr(self, self.type) is None:
                 raise ValueError(f"a {self.type} part needs its {self.type!r} string")
         return self
@@ -86,6 +103,11 @@ class ToolCallMessage(_Request):
 
 
 class ChatMessage(_Request):
+    # Only an assistant turn may leave content out or null (it may only call tools): the schema says
+    # so, and the server's check (convert.py) says it in words.
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"properties": {"role": {"const": "assistant"}}},
+        {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}}}]})
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: Text | list[ContentPart] | None = None  # None: an assistant turn that only calls tools
     name: Text | None = None
@@ -156,7 +178,8 @@ class ChatCompletionRequest(_Sampling, _ignored("_IgnoredChatFields", published.
     function_call: Literal["none", "auto"] | FunctionName_ | None = None  # legacy tool_choice
     metadata: Annotated[dict[Annotated[str, Field(max_length=64)], Annotated[Text, Field(max_length=512)]],
                         Field(max_length=16)] | None = None
-    chat_template_kwargs: JsonObject | None = None  # an extension (vLLM's): to the chat template
+    chat_template_kwargs: JsonObject | None = Field(  # an extension (vLLM's): to the chat template
+        None, json_schema_extra={"propertyNames": {"not": {"enum": sorted(RESERVED_TEMPLATE_KWARGS)}}})
 
 
 class CompletionRequest(_Sampling, _ignored("_IgnoredCompletionFields", published.COMPLETION_IGNORED)):
