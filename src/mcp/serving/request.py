@@ -71,6 +71,7 @@ class Sampling:
     stop: tuple[str, ...] | None = None
     ignore_eos: bool = False
     logprobs: int | None = None  # top-n alternatives per token; None: no logprobs
+    logit_bias: tuple[tuple[int, float], ...] | None = None  # (token id, bias in [-100, 100]) pairs
 
     def __post_init__(self) -> None:
         for name, value in self._given().items():  # one at a time: the error names its field

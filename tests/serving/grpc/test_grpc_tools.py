@@ -62,3 +62,17 @@ def test_bad_tool_fields_are_invalid_argument_naming_them(stub, request_fields, 
         stub.Infer(pb.InferRequest(chat=ASK, sampling=SAMPLING, **request_fields))
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert dict(raised.value.trailing_metadata())["x-error-param"] == param
+
+
+def test_logit_bias_over_grpc(stub, smollm2_auto_mcp):
+    from mcp.engine.tokenizer import Tokenizer
+    from mcp.modelfile.reader import open_model
+
+    tokenizer = Tokenizer.from_spec(open_model(smollm2_auto_mcp).header.tokenizer)
+    (blue,) = tokenizer.encode(" blue", add_special_tokens=False)
+    reply = stub.Infer(pb.InferRequest(prompt="The sky is", sampling=pb.SamplingParams(
+        max_tokens=3, temperature=0.0, logit_bias={blue: 100.0})))
+    assert list(reply.token_ids) == [blue] * 3
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.Infer(pb.InferRequest(prompt="x", sampling=pb.SamplingParams(max_tokens=1, logit_bias={1: 500.0})))
+    assert dict(raised.value.trailing_metadata())["x-error-param"] == "sampling.logit_bias"

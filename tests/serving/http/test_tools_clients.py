@@ -104,7 +104,7 @@ def test_ignored_fields_are_named_in_a_header(client, server):
         max_completion_tokens=4, store=False, service_tier="auto", reasoning_effort="low", metadata={"app": "t"},
         prompt_cache_key="k", safety_identifier="s", verbosity="low", modalities=["text"], logit_bias={"1": 5},
         user="u1", seed=3, n=2, temperature=0)
-    assert raw.headers["x-mcp-ignored-fields"] == ("logit_bias, modalities, prompt_cache_key, reasoning_effort, "
+    assert raw.headers["x-mcp-ignored-fields"] == ("modalities, prompt_cache_key, reasoning_effort, "
                                                    "safety_identifier, service_tier, store, verbosity")
     reply = raw.parse()
     assert len(reply.choices) == 2 and reply.usage.completion_tokens <= 8
@@ -179,3 +179,24 @@ def test_litellm_tools(server):
     call = reply.choices[0].message.tool_calls[0]
     assert reply.choices[0].finish_reason == "tool_calls" and call.function.name == "get_weather"
     assert "paris" in _city(call.function.arguments).lower()
+
+
+def test_logit_bias_steers_the_sampler(client, smollm2_auto_mcp):
+    from mcp.engine.tokenizer import Tokenizer
+    from mcp.modelfile.reader import open_model
+
+    tokenizer = Tokenizer.from_spec(open_model(smollm2_auto_mcp).header.tokenizer)
+    (blue,) = tokenizer.encode(" blue", add_special_tokens=False)
+    raw = client.completions.with_raw_response.create(model="smollm2", prompt="The sky is", max_tokens=3,
+                                                      temperature=0, logit_bias={str(blue): 100})
+    assert "x-mcp-ignored-fields" not in raw.headers
+    assert raw.parse().choices[0].text == tokenizer.decode([blue] * 3)
+    plain = client.chat.completions.create(model="smollm2", messages=ASK, max_tokens=2, temperature=0,
+                                           logprobs=True)
+    first = plain.choices[0].logprobs.content[0].token
+    (first_id,) = tokenizer.encode(first, add_special_tokens=False)
+    banned = client.chat.completions.create(model="smollm2", messages=ASK, max_tokens=2, temperature=0,
+                                            logprobs=True, logit_bias={str(first_id): -100})
+    assert banned.choices[0].logprobs.content[0].token != first
+    with pytest.raises(openai.BadRequestError, match="logit_bias"):
+        client.completions.create(model="smollm2", prompt="x", max_tokens=1, logit_bias={"5": 101})

@@ -102,7 +102,8 @@ def sampling_of(sampling: pb.SamplingParams, config: RuntimeConfig) -> Sampling:
     max_tokens, logprobs = _max_tokens(sampling, config), _logprobs(sampling)
     try:
         return Sampling(**given, max_tokens=max_tokens, stop=tuple(sampling.stop) or None,
-                        ignore_eos=sampling.ignore_eos, logprobs=logprobs)
+                        ignore_eos=sampling.ignore_eos, logprobs=logprobs,
+                        logit_bias=tuple(sorted(sampling.logit_bias.items())) or None)
     except FieldError as error:
         raise FieldError(str(error), f"sampling.{error.param}") from None
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from mcp.base.errors import InvalidRequestError
 from mcp.config.runtime import RuntimeConfig
+from mcp.engine.params import MAX_COUNT
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.serving.errors import FieldError
 from mcp.serving.http import fields as published
@@ -157,7 +158,17 @@ def _sampling(body: Body, max_tokens: int | None, logprobs: int | None, config: 
     return Sampling(max_tokens=max_tokens, temperature=body.temperature, top_p=body.top_p, top_k=body.top_k,
                     min_p=body.min_p, repetition_penalty=body.repetition_penalty,
                     presence_penalty=body.presence_penalty, frequency_penalty=body.frequency_penalty,
-                    seed=body.seed, stop=stop, ignore_eos=body.ignore_eos, logprobs=logprobs)
+                    seed=body.seed, stop=stop, ignore_eos=body.ignore_eos, logprobs=logprobs,
+                    logit_bias=_logit_bias(body.logit_bias))
+
+
+def _logit_bias(bias: dict[str, float] | None) -> tuple[tuple[int, float], ...] | None:
+    if not bias:
+        return None
+    biased = sorted((int(token_id), value) for token_id, value in bias.items())
+    if biased[-1][0] > MAX_COUNT:
+        raise FieldError(f"logit_bias names token {biased[-1][0]}; token ids are at most {MAX_COUNT}", "logit_bias")
+    return tuple(biased)
 
 
 def _slo_class(header: str | None) -> SLOClass | None:

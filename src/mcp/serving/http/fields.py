@@ -26,12 +26,12 @@ COMPLETION_FIELDS = frozenset({
 
 # Accepted with no effect here: hosted-service features (storage, tiers, moderation, web search,
 # prompt caching keys: our prefix cache needs no key), modalities this engine has no model for,
-# reasoning knobs of reasoning models, and logit_bias (the sampler has no per-token bias yet).
+# and reasoning knobs of reasoning models.
 CHAT_IGNORED = frozenset({
-    "audio", "logit_bias", "modalities", "moderation", "prediction", "prompt_cache_key", "prompt_cache_options",
+    "audio", "modalities", "moderation", "prediction", "prompt_cache_key", "prompt_cache_options",
     "prompt_cache_retention", "reasoning_effort", "safety_identifier", "service_tier", "store", "verbosity",
     "web_search_options"})
-COMPLETION_IGNORED = frozenset({"best_of", "logit_bias", "suffix"})
+COMPLETION_IGNORED = frozenset({"best_of", "suffix"})
 
 # Published, and served by the structured-output work (issue 31 item 1); until it lands, a 400.
 CHAT_PENDING = frozenset({"response_format"})

@@ -39,6 +39,8 @@ ModelSource = Annotated[str, AfterValidator(lambda value: check_model_source(val
 FinishReason = Literal["stop", "length", "cancelled", "deadline", "content_filter",  # content_filter: governance
                        "tool_calls", "function_call"]
 FunctionName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+LogitBias = Annotated[dict[Annotated[str, Field(pattern=r"^[0-9]{1,10}$")], Annotated[float, Field(ge=-100, le=100)]],
+                      Field(max_length=300)]
 JsonObject = dict[str, Any]
 
 
@@ -156,6 +158,8 @@ class _Sampling(_Request):
     stream: bool = False
     stream_options: StreamOptions | None = None
     user: Text | None = None
+    logit_bias: LogitBias | None = Field(None, description="token id (as a string) -> bias in [-100, 100], "
+                                                           "added to its logit before sampling")
 
 
 def _ignored(name: str, fields: frozenset[str]) -> type[_Request]:

@@ -93,6 +93,7 @@ def decode_request(data: dict[str, Any]) -> tuple[SamplingParams, RequestOptions
     params = dict(data["params"])
     params["stop"] = tuple(params["stop"])
     params["stop_token_ids"] = tuple(params["stop_token_ids"])
+    params["logit_bias"] = tuple((int(i), float(b)) for i, b in params.get("logit_bias", ()))
     return SamplingParams(**params), RequestOptions(**data["options"])
 
 
