@@ -40,7 +40,7 @@ FinishReason = Literal["stop", "length", "cancelled", "deadline", "content_filte
                        "tool_calls", "function_call"]
 FunctionName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 LogitBias = Annotated[dict[Annotated[str, Field(pattern=r"^[0-9]{1,10}$")], Annotated[float, Field(ge=-100, le=100)]],
-                      Field(max_length=300)]
+                      Field(max_length=300, json_schema_extra={"additionalProperties": False})]
 JsonObject = dict[str, Any]
 
 
