@@ -27,9 +27,9 @@ from mcp.base.errors import MCPError, ModelNotFoundError
 from mcp.serving.errors import describe
 from mcp.serving.generation import ChoiceEvent, Generation
 from mcp.serving.http import convert, render
-from mcp.serving.http.fields import IGNORED_HEADER
 from mcp.serving.http import schemas as s
 from mcp.serving.http.auth import caller_of, state_of
+from mcp.serving.http.fields import IGNORED_HEADER
 from mcp.serving.reply import Reply
 from mcp.serving.request import ServingRequest
 from mcp.serving.state import ServerState

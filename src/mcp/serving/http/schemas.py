@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model,
-                      model_validator)
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, model_validator
 
 from mcp.base.arguments import check_model_name, check_model_source, check_unicode
 from mcp.engine.params import MAX_COUNT, SEED_RANGE
