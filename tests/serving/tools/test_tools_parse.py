@@ -116,3 +116,37 @@ def test_a_choice_must_name_an_offered_tool():
         checked_choice(ToolChoice("function", "nope"), [WEATHER])
     with pytest.raises(FieldError, match="no tools"):
         checked_choice(ToolChoice("required"), [])
+
+
+# The tool parts of Qwen 2.5's chat template (Hermes format), as Hugging Face ships it.
+QWEN_LIKE = (
+    "{%- if tools %}<|im_start|>system\n# Tools\n<tools>{% for tool in tools %}\n{{ tool | tojson }}{% endfor %}\n"
+    "</tools>\nReturn each call within <tool_call></tool_call> tags<|im_end|>\n{%- endif %}"
+    "{%- for message in messages %}"
+    "{%- if message.role == 'assistant' and message.tool_calls %}<|im_start|>assistant"
+    "{%- for tool_call in message.tool_calls %}{%- if tool_call.function is defined %}"
+    "{%- set tool_call = tool_call.function %}{%- endif %}\n<tool_call>\n"
+    '{"name": "{{ tool_call.name }}", "arguments": {{ tool_call.arguments | tojson }}}\n</tool_call>'
+    "{%- endfor %}<|im_end|>\n"
+    "{%- elif message.role == 'tool' %}<|im_start|>user\n<tool_response>\n{{ message.content }}\n"
+    "</tool_response><|im_end|>\n"
+    "{%- else %}<|im_start|>{{ message.role }}\n{{ message.content }}<|im_end|>\n{%- endif %}"
+    "{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}")
+
+
+def test_a_tool_template_renders_tools_calls_and_results_the_hugging_face_way():
+    from mcp.engine.tokenizer import _compile_chat_template
+
+    messages = [{"role": "user", "content": "Weather in Oslo?"},
+                {"role": "assistant", "content": "", "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}]},
+                {"role": "tool", "content": "7 C", "tool_call_id": "call_1"}]
+    assert family_of(QWEN_LIKE) == "hermes"
+    prompt = tool_prompt(messages, [WEATHER], ToolChoice("function", "get_weather"), "hermes", {})
+    text = _compile_chat_template(QWEN_LIKE).render(messages=prompt.messages, add_generation_prompt=True,
+                                                     **prompt.template_kwargs) + prompt.continuation
+    assert '{"type": "function", "function": {"name": "get_weather", "description": "the weather in a city"' in text
+    assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>' in text  # an object
+    assert "<tool_response>\n7 C\n</tool_response>" in text
+    assert text.endswith('assistant<tool_call>\n{"name": "get_weather", "arguments": {"city": "')
