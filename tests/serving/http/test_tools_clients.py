@@ -95,6 +95,12 @@ def test_legacy_functions_answer_with_function_call(server):
     assert reply.status_code == 200, reply.text
     choice = reply.json()["choices"][0]
     assert choice["finish_reason"] == "function_call" and choice["message"]["function_call"]["name"] == "get_weather"
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json={**body, "stream": True}, timeout=60) as streamed:
+        events = [json.loads(line[6:]) for line in streamed.iter_lines() if line.startswith("data: {")]
+    deltas = [e["choices"][0]["delta"] for e in events]
+    called = [d["function_call"] for d in deltas if d.get("function_call")]
+    assert called == [choice["message"]["function_call"]]
+    assert [e["choices"][0]["finish_reason"] for e in events if e["choices"][0]["finish_reason"]] == ["function_call"]
 
 
 def test_ignored_fields_are_named_in_a_header(client, server):

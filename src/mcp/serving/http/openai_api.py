@@ -198,11 +198,17 @@ class _Answer:
         if event.result is None:
             return chunks
         answer = stream.finish()
-        delta = s.ChatDelta(content=answer.content if answer.tool_calls else (answer.content or None),
-                            tool_calls=render.tool_call_deltas(answer) or None)
-        if delta.content or delta.tool_calls:
+        if self.legacy and answer.tool_calls:  # one call, as a function_call delta
+            call = answer.tool_calls[0]
+            delta = s.ChatDelta(content=answer.content,
+                                function_call=s.FunctionCallDelta(name=call.name, arguments=call.arguments))
+        else:
+            delta = s.ChatDelta(content=answer.content, tool_calls=render.tool_call_deltas(answer) or None)
+        if delta.content or delta.tool_calls or delta.function_call:
             chunks.append(self._chat_chunk([s.ChatChunkChoice(index=event.index, delta=delta)]))
-        reason = "tool_calls" if answer.tool_calls else event.result.finish_reason
+        reason = event.result.finish_reason
+        if answer.tool_calls:
+            reason = "function_call" if self.legacy else "tool_calls"
         chunks.append(self._chat_chunk([s.ChatChunkChoice(index=event.index, delta=s.ChatDelta(),
                                                           finish_reason=reason)]))
         return chunks

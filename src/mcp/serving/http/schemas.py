@@ -251,6 +251,7 @@ class ChatDelta(_Response):
     role: Literal["assistant"] | None = None
     content: str | None = None
     tool_calls: list[ToolCallDelta] | None = None
+    function_call: FunctionCallDelta | None = None  # a legacy (functions) request's call
 
 
 class ChatChunkChoice(_Response):
