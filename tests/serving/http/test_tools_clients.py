@@ -95,7 +95,8 @@ def test_legacy_functions_answer_with_function_call(server):
     assert reply.status_code == 200, reply.text
     choice = reply.json()["choices"][0]
     assert choice["finish_reason"] == "function_call" and choice["message"]["function_call"]["name"] == "get_weather"
-    with httpx.stream("POST", server.url + "/v1/chat/completions", json={**body, "stream": True}, timeout=60) as streamed:
+    streaming = {**body, "stream": True}
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json=streaming, timeout=60) as streamed:
         events = [json.loads(line[6:]) for line in streamed.iter_lines() if line.startswith("data: {")]
     deltas = [e["choices"][0]["delta"] for e in events]
     called = [d["function_call"] for d in deltas if d.get("function_call")]
