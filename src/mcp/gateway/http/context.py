@@ -86,7 +86,7 @@ def _chat_chars(body: dict[str, Any]) -> int:
         raise FieldError("field messages: give a non-empty list of {role, content} objects", "messages")
     total = 0
     for index, message in enumerate(messages):
-        content = message.get("content", "") if isinstance(message, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
         if content is None and message.get("role") == "assistant":  # a turn that only calls tools
             content = ""
         if isinstance(content, list):
