@@ -4,8 +4,8 @@ per the route's ``fallbacks`` when the pool fails, and pass the answer (or the s
 The answer carries where it went: ``x-mcp-route``, ``x-mcp-arm``, ``x-mcp-pool``,
 ``x-mcp-member``, ``x-mcp-model``, ``x-mcp-attempts`` and, when one was taken,
 ``x-mcp-fallback`` (the reason); the server's ``x-mcp-ignored-fields`` is passed on. Each
-finished request of a split arm is recorded for the canary analysis: its latency, and whether it failed (a 5xx, a pool failure, a fallback taken or
-a broken stream) or ran out of memory.
+finished request of a split arm is recorded for the canary analysis: its latency, and whether
+it failed (a 5xx, a pool failure, a fallback taken or a broken stream) or ran out of memory.
 """
 
 from __future__ import annotations
