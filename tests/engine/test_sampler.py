@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import pytest
 import torch
@@ -302,3 +303,28 @@ def test_a_vanishing_repetition_penalty_still_samples_a_seen_token(engine: str) 
         token = sampling.Sampler(params).sample(logits.numpy(), seen, []).token_id
     assert kept(survivors) and kept(survivors) <= {0, 3}
     assert token in (0, 3)
+
+
+def test_logit_bias_is_added_before_penalties_in_both_samplers() -> None:
+    import numpy as np
+
+    from mcp.engine.lean.sampling import Sampler as LeanSampler
+    from mcp.engine.lean.sampling import apply_penalties as lean_penalties
+
+    logits = torch.tensor([2.0, 1.0, 0.5, -1.0])
+    params = SamplingParams.from_user(logit_bias={3: 4.0, 0: -100, 99: 50.0})  # 99: past the vocabulary, no effect
+    assert params.logit_bias == ((0, -100), (3, 4.0), (99, 50.0))
+    expected = [-98.0, 1.0, 0.5, 3.0]
+    assert apply_penalties(logits, [], [], params).tolist() == expected
+    assert lean_penalties(logits.numpy(), [], [], params).tolist() == expected
+    greedy = SamplingParams.from_user(temperature=0, logit_bias={3: 4.0})
+    assert Sampler(greedy).sample(logits, [], []).token_id == 3
+    assert LeanSampler(greedy).sample(np.asarray(logits.numpy()), [], []).token_id == 3
+    assert Sampler(greedy).sample(logits, [], []).token_id == 3 and logits.tolist()[3] == -1.0  # raw logits kept
+
+
+@pytest.mark.parametrize("bias,words", [({1: 100.5}, "in [-100, 100]"), ({-1: 1.0}, "token id"),
+                                        ({1: float("nan")}, "in [-100, 100]"), ({i: 1.0 for i in range(301)}, "300")])
+def test_logit_bias_out_of_bounds_is_refused(bias, words) -> None:
+    with pytest.raises(InvalidRequestError, match=re.escape(words)):
+        SamplingParams.from_user(logit_bias=bias)

@@ -4,6 +4,8 @@ bad field is a FieldError naming it as that transport spells it."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mcp.base.errors import InvalidRequestError
@@ -126,7 +128,7 @@ def test_grpc_sampling_out_of_bounds_is_a_field_error_naming_the_proto_field(sam
 @pytest.mark.parametrize("request_, param", [
     (pb.InferRequest(), "input"),
     (pb.InferRequest(chat=pb.Conversation()), "chat.messages"),
-    (pb.InferRequest(chat=pb.Conversation(messages=[pb.ChatMessage(role="tool", content="x")])),
+    (pb.InferRequest(chat=pb.Conversation(messages=[pb.ChatMessage(role="robot", content="x")])),
      "chat.messages[0].role"),
     (pb.InferRequest(prompt="x" * 200_001), "prompt"),
 ])
@@ -210,3 +212,30 @@ def test_a_redaction_replaces_the_texts_in_order_and_keeps_the_rest():
     assert redacted.sampling is served.sampling and redacted.request_id == served.request_id
     texts = _request(chat=False, prompts=(Prompt(text="a"), Prompt(text="b")))
     assert texts.with_texts(("A", "B")).prompts == (Prompt(text="A"), Prompt(text="B"))
+
+
+def test_tools_and_tool_turns_are_the_same_request_from_both_transports():
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    http = _http({"messages": [{"role": "user", "content": "Weather?"},
+                               {"role": "assistant", "content": None, "tool_calls": [call]},
+                               {"role": "tool", "tool_call_id": "call_1", "content": "7 C"}],
+                  "tools": [{"type": "function", "function": {"name": "get_weather", "description": "d",
+                                                              "parameters": schema}}],
+                  "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+                  "parallel_tool_calls": False, "logit_bias": {"5": 1.5}})
+    grpc = _grpc(pb.InferRequest(
+        chat=pb.Conversation(messages=[
+            pb.ChatMessage(role="user", content="Weather?"),
+            pb.ChatMessage(role="assistant", tool_calls=[pb.ToolCall(id="call_1", name="get_weather",
+                                                                     arguments_json='{"city": "Oslo"}')]),
+            pb.ChatMessage(role="tool", tool_call_id="call_1", content="7 C")]),
+        tools=[pb.Tool(name="get_weather", description="d", parameters_json=json.dumps(schema))],
+        tool_choice=pb.ToolChoice(mode=pb.ToolChoice.MODE_FUNCTION, function="get_weather"),
+        parallel_tool_calls=False, sampling=pb.SamplingParams(logit_bias={5: 1.5})))
+    assert http.tools == grpc.tools and http.tools[0].parameters == schema
+    assert http.tool_choice == grpc.tool_choice and http.tool_choice.name == "get_weather"
+    assert http.parallel_tool_calls is False and grpc.parallel_tool_calls is False
+    assert http.prompts[0].messages == grpc.prompts[0].messages
+    assert http.prompts[0].messages[1] == {"role": "assistant", "content": "", "tool_calls": [call]}
+    assert http.sampling.logit_bias == grpc.sampling.logit_bias == ((5, 1.5),)

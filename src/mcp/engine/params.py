@@ -37,6 +37,7 @@ class SamplingParams:
     ignore_eos: bool = False
     logprobs: int | None = None  # None = off; n: chosen token's logprob plus the top n
     response_format: ResponseFormat | None = None  # None = free text; else a grammar masks each step
+    logit_bias: tuple[tuple[int, float], ...] = ()  # (token id, added to its logit in [-100, 100]), OpenAI's
 
     def __post_init__(self) -> None:
         _check_int("max_tokens", self.max_tokens, 1, MAX_COUNT, f"an integer in [1, {MAX_COUNT}]")
@@ -49,6 +50,7 @@ class SamplingParams:
             _check_int("logprobs", self.logprobs, 0, MAX_LOGPROBS, allowed)
         _check_stop(self.stop)
         _check_stop_token_ids(self.stop_token_ids)
+        _check_logit_bias(self.logit_bias)
         if not isinstance(self.ignore_eos, bool):
             raise InvalidRequestError(f"ignore_eos must be true or false, got {self.ignore_eos!r}")
         if self.response_format is not None and not isinstance(self.response_format, ResponseFormat):
@@ -91,6 +93,10 @@ class SamplingParams:
                 values[name] = tuple(values[name])
         if "response_format" in values:
             values["response_format"] = response_format_of(values["response_format"])
+        if isinstance(values.get("logit_bias"), dict):  # OpenAI's {token id: bias}
+            values["logit_bias"] = tuple(sorted(values["logit_bias"].items()))
+        if isinstance(values.get("logit_bias"), list):  # the worker wire's [[id, bias], ...]
+            values["logit_bias"] = tuple(tuple(pair) for pair in values["logit_bias"])
         return cls(**values)
 
 
@@ -120,6 +126,21 @@ def _check_stop_token_ids(ids: Any) -> None:
         raise InvalidRequestError(f"stop_token_ids must be a tuple of token ids, got {type(ids).__name__}")
     for i, token_id in enumerate(ids):
         _check_int(f"stop_token_ids[{i}]", token_id, 0, MAX_COUNT, f"a token id in [0, {MAX_COUNT}]")
+
+
+MAX_LOGIT_BIAS = 300  # token ids a request may bias (OpenAI's limit)
+
+
+def _check_logit_bias(bias: Any) -> None:
+    if not isinstance(bias, tuple) or len(bias) > MAX_LOGIT_BIAS:
+        raise InvalidRequestError(f"logit_bias must map at most {MAX_LOGIT_BIAS} token ids to biases, got {bias!r}")
+    for pair in bias:
+        if not isinstance(pair, tuple) or len(pair) != 2:
+            raise InvalidRequestError(f"logit_bias entries are (token id, bias) pairs, got {pair!r}")
+        token_id, value = pair
+        _check_int("a logit_bias token id", token_id, 0, MAX_COUNT, f"a token id in [0, {MAX_COUNT}]")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -100 <= value <= 100:
+            raise InvalidRequestError(f"logit_bias of token {token_id} must be a number in [-100, 100], got {value!r}")
 
 
 @dataclass(frozen=True)

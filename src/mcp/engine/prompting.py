@@ -8,7 +8,7 @@ each of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mcp.base.arguments import check_text
@@ -22,12 +22,15 @@ SAMPLING_OPTIONS = frozenset(SamplingParams.__dataclass_fields__)  # every sampl
 PROMPT_OPTIONS = frozenset(("raw", "system"))  # infer-style calls only: how the prompt is encoded
 
 
-def chat_ids(tokenizer: Tokenizer, messages: Any) -> list[int]:
-    """A conversation through the model's chat template, ready for generation."""
+def chat_ids(tokenizer: Tokenizer, messages: Any, template_kwargs: Mapping[str, Any] | None = None,
+             continuation: str = "") -> list[int]:
+    """A conversation through the model's chat template, ready for generation: ``template_kwargs``
+    go to the template (``tools``, ``enable_thinking``, ...), ``continuation`` starts the
+    assistant's turn (the model writes on from it)."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise InvalidRequestError("messages must be a list of {'role': ..., 'content': ...} mappings")
-    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
-    return tokenizer.encode(text, add_special_tokens=False)
+    text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, **(template_kwargs or {}))
+    return tokenizer.encode(text + continuation, add_special_tokens=False)
 
 
 def prompt_encoder(tokenizer: Tokenizer, chat_template: str | None, raw: bool,

@@ -3,6 +3,7 @@
 ``Sampler.sample`` turns one position's logits into a token, in the order Hugging Face
 transformers and vLLM use:
 
+0. ``logit_bias``: each biased token's logit plus its bias (ids past the vocabulary: none);
 1. repetition penalty (CTRL / HF style): for every id in prompt + generated ids, a positive
    logit is divided by ``repetition_penalty`` and a negative one multiplied by it;
 2. presence and frequency penalties (OpenAI style) over the generated ids only:
@@ -40,8 +41,13 @@ _TOP_P_HEAD = 1024  # candidates tried before a full sort in top-p
 def apply_penalties(
     logits: torch.Tensor, prompt_ids: Sequence[int], generated_ids: Sequence[int], params: SamplingParams
 ) -> torch.Tensor:
-    """Steps 1-2: repetition, presence and frequency penalties; returns a new tensor."""
+    """Steps 1-2: repetition, presence and frequency penalties (after ``logit_bias``, OpenAI's:
+    added to the raw logits); returns a new tensor."""
     logits = logits.clone()  # [vocab]
+    biased = [(i, b) for i, b in params.logit_bias if i < logits.numel()]
+    if biased:
+        ids = torch.tensor([i for i, _ in biased], dtype=torch.long, device=logits.device)
+        logits[ids] += torch.tensor([b for _, b in biased], dtype=logits.dtype, device=logits.device)
     if params.repetition_penalty != 1.0 and len(prompt_ids) + len(generated_ids):
         seen = torch.tensor([*prompt_ids, *generated_ids], dtype=torch.long, device=logits.device)
         seen = seen.unique()

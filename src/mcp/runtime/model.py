@@ -139,15 +139,17 @@ class Model:
         return TextStream(handle, lambda done: self._result(done, params))
 
     def start_stream(self, prompt: str | Sequence[Mapping[str, Any]], params: SamplingParams,
-                     request: RequestOptions) -> TextStream:
+                     request: RequestOptions, template_kwargs: Mapping[str, Any] | None = None,
+                     continuation: str = "") -> TextStream:
         """The typed form of ``stream(raw=True)`` and ``chat_stream``, for a caller that holds
         checked parameters (serving's one request type): a text is tokenized as is, a
-        conversation goes through the chat template. ``params`` are complete (``defaults``
-        already applied); nothing here reads keyword options."""
+        conversation goes through the chat template (with ``template_kwargs``, its assistant
+        turn started with ``continuation``). ``params`` are complete (``defaults`` already
+        applied); nothing here reads keyword options."""
         if isinstance(prompt, str):
             prompt_ids = self._engine.tokenizer.encode(check_text(prompt, "prompt"))
         else:
-            prompt_ids = self._chat_ids(prompt)
+            prompt_ids = chat_ids(self._engine.tokenizer, prompt, template_kwargs, continuation)
         handle = self._submit(prompt_ids, params, request)
         return TextStream(handle, lambda done: self._result(done, params))
 

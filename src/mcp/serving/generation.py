@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 import anyio.to_thread
@@ -21,6 +21,8 @@ from mcp.engine.sequence import StepOutput
 from mcp.runtime.stream import TextStream
 from mcp.serving.host import ModelVersion
 from mcp.serving.request import ServingRequest
+from mcp.serving.tools.plan import ToolPlan
+from mcp.serving.tools.prompt import ToolPrompt, family_of, tool_prompt
 
 # Worker threads that submit requests (tokenizing and admission), never the event loop.
 _READERS = anyio.CapacityLimiter(1024)
@@ -42,12 +44,15 @@ class Generation:
     """The choices of one request, on one model version."""
 
     version: ModelVersion
+    tools: ToolPlan
     streams: list[TextStream] = field(default_factory=list)
 
     @classmethod
     async def start(cls, version: ModelVersion, request: ServingRequest) -> Generation:
         """Submit ``request.n`` choices per prompt (choice index = prompt * n + j)."""
-        generation = cls(version)
+        family = family_of(version.model.header.tokenizer.chat_template)
+        plan = ToolPlan(family, request.tools, request.tool_choice, parallel=request.parallel_tool_calls)
+        generation = cls(version, plan)
         await anyio.to_thread.run_sync(generation._submit_all, request, limiter=_READERS)
         return generation
 
@@ -55,13 +60,25 @@ class Generation:
         model, scheduling = self.version.model, request.scheduling()
         try:
             for prompt in request.prompts:
+                rendered = self._rendered(prompt.messages, request) if prompt.messages is not None else None
                 for j in range(request.n):
                     params = request.sampling.resolve(model.defaults, choice=j)
-                    conversation = prompt.messages if prompt.messages is not None else prompt.text or ""
-                    self.streams.append(model.start_stream(conversation, params, scheduling))
+                    if rendered is None:
+                        self.streams.append(model.start_stream(prompt.text or "", params, scheduling))
+                    else:
+                        self.streams.append(model.start_stream(rendered.messages, params, scheduling,
+                                                               rendered.template_kwargs, rendered.continuation))
         except BaseException:
             self.cancel()  # refused part-way: nothing of this request stays queued
             raise
+
+    def _rendered(self, messages, request: ServingRequest) -> ToolPrompt:
+        """The conversation with the request's tools, as the model's template family takes them;
+        the plan keeps the forced call's start (the parser puts it back in front)."""
+        rendered = tool_prompt(messages, request.tools, request.tool_choice, self.tools.family,
+                               request.template_kwargs)
+        self.tools = replace(self.tools, continuation=rendered.continuation)
+        return rendered
 
     def cancel(self) -> None:
         for stream in self.streams:

@@ -6,8 +6,10 @@ their wire message into a ``ServingRequest``, checked on construction: its lifec
 (``generation.py``) read its typed fields, never a dict of options. ``Sampling`` holds the sampling fields a client
 may set, one for one with the engine's ``SamplingParams`` (and checked by its bounds); a field
 left ``None`` takes the model's default when the request runs (``Sampling.resolve``).
-Features of the request that both transports will carry (tools, a response format) belong here,
-once, beside the sampling fields.
+Features of the request that both transports carry belong here, once, beside the sampling
+fields: tools (``tools/spec.py``), template keyword arguments, metadata for the record, and the
+published fields a client sent that have no effect here (``ignored_fields``: the HTTP header
+``x-mcp-ignored-fields`` names them).
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from mcp.engine.handle import RequestOptions
 from mcp.engine.params import MAX_COUNT, SamplingParams
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.serving.errors import FieldError
+from mcp.serving.tools.spec import AUTO, Tool, ToolChoice, checked_choice
+
+# chat_template_kwargs a client may not set: the server sets them (the conversation, the tools)
+RESERVED_TEMPLATE_KWARGS = frozenset({"messages", "add_generation_prompt", "tools", "documents"})
 
 TRACE_HEADERS = ("traceparent", "tracestate")  # the W3C trace context, from HTTP headers or gRPC metadata
 
@@ -67,6 +73,7 @@ class Sampling:
     ignore_eos: bool = False
     logprobs: int | None = None  # top-n alternatives per token; None: no logprobs
     response_format: ResponseFormat | None = None  # None or text: free; else the grammar masks every token
+    logit_bias: tuple[tuple[int, float], ...] | None = None  # (token id, bias in [-100, 100]) pairs
 
     def __post_init__(self) -> None:
         for name, value in self._given().items():  # one at a time: the error names its field
@@ -108,6 +115,12 @@ class ServingRequest:
     model: str | None = None  # name or name:version; None: the server's default
     trace_context: Mapping[str, str] = field(default_factory=dict)  # traceparent / tracestate, if sent
     attributes: Mapping[str, Any] = field(default_factory=dict)  # gen_ai.request.* for the span
+    tools: tuple[Tool, ...] = ()  # functions the model may call (chat only)
+    tool_choice: ToolChoice = AUTO
+    parallel_tool_calls: bool = True  # false: at most one call per answer
+    template_kwargs: Mapping[str, Any] = field(default_factory=dict)  # chat_template_kwargs, to the template
+    metadata: Mapping[str, str] = field(default_factory=dict)  # the client's tags, for the span and the record
+    ignored_fields: tuple[str, ...] = ()  # published fields sent that have no effect here
 
     def __post_init__(self) -> None:
         if not self.prompts:
@@ -119,6 +132,13 @@ class ServingRequest:
         if self.sampling.max_tokens is None:
             raise InvalidRequestError("a served request states max_tokens (the server's default or limit)")
         RequestOptions(tenant=self.tenant, timeout=self.timeout_s)  # checks both
+        if (self.tools or self.tool_choice.forced) and not self.chat:
+            raise FieldError("tools are for chat requests (messages), not text completions", "tools")
+        checked_choice(self.tool_choice, self.tools)
+        reserved = sorted(RESERVED_TEMPLATE_KWARGS & set(self.template_kwargs))
+        if reserved:
+            raise FieldError(f"chat_template_kwargs sets {', '.join(reserved)}, which the server sets; "
+                             "leave them out", "chat_template_kwargs")
 
     @property
     def max_tokens(self) -> int:

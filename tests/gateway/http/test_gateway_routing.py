@@ -157,6 +157,17 @@ def test_the_official_openai_client_works_through_the_gateway(gateway):
     assert {m.id for m in client.models.list()} >= {"tiny:1", "tiny:2", "tiny:3"}
 
 
+def test_tool_turns_and_ignored_fields_pass_through(gateway):
+    call = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}}
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+    messages = [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "7 C"}]
+    reply = httpx.post(gateway.url + "/v1/chat/completions", timeout=30, headers=_auth(),
+                       json={"messages": messages, "tools": [tool], "max_tokens": 2, "store": False})
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["x-mcp-ignored-fields"] == "store" and reply.headers["x-mcp-route"]
+
+
 @pytest.mark.parametrize("send, status, text", [
     (lambda url: httpx.post(url + "/v1/chat/completions", content=b"{not json", headers=_auth()), 400,
      "the request body is not valid JSON"),

@@ -62,8 +62,11 @@ class Sampler:
 
 def apply_penalties(logits: np.ndarray, prompt_ids: Sequence[int], generated_ids: Sequence[int],
                     params: SamplingParams) -> np.ndarray:
-    """Repetition, presence and frequency penalties; returns a new array."""
+    """Repetition, presence and frequency penalties, after ``logit_bias``; returns a new array."""
     logits = logits.astype(np.float32, copy=True)
+    for token_id, bias in params.logit_bias:  # as mcp.engine.sampler
+        if token_id < logits.size:
+            logits[token_id] += np.float32(bias)
     if params.repetition_penalty != 1.0 and len(prompt_ids) + len(generated_ids):
         seen = np.unique(np.asarray([*prompt_ids, *generated_ids], dtype=np.int64))
         values = logits[seen]

@@ -87,6 +87,8 @@ def _chat_chars(body: dict[str, Any]) -> int:
     total = 0
     for index, message in enumerate(messages):
         content = message.get("content") if isinstance(message, dict) else None
+        if content is None and message.get("role") == "assistant":  # a turn that only calls tools
+            content = ""
         if isinstance(content, list):
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
         if not isinstance(content, str):

@@ -3,9 +3,9 @@ per the route's ``fallbacks`` when the pool fails, and pass the answer (or the s
 
 The answer carries where it went: ``x-mcp-route``, ``x-mcp-arm``, ``x-mcp-pool``,
 ``x-mcp-member``, ``x-mcp-model``, ``x-mcp-attempts`` and, when one was taken,
-``x-mcp-fallback`` (the reason). Each finished request of a split arm is recorded for the
-canary analysis: its latency, and whether it failed (a 5xx, a pool failure, a fallback taken or
-a broken stream) or ran out of memory.
+``x-mcp-fallback`` (the reason); the server's ``x-mcp-ignored-fields`` is passed on. Each
+finished request of a split arm is recorded for the canary analysis: its latency, and whether
+it failed (a 5xx, a pool failure, a fallback taken or a broken stream) or ran out of memory.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from mcp.gateway.pools.pool import InstancePool, UpstreamReply, UpstreamRequest
 from mcp.gateway.routing.context import Backend, RouteDecision
 
 FORWARDED_HEADERS = ("accept", "x-sla-class")
+IGNORED_HEADER = "x-mcp-ignored-fields"  # serving/http/fields.py names it; relayed as the server sent it
 
 
 @dataclass
@@ -53,6 +54,8 @@ class _Trace:
                    "x-mcp-model": self.model_id, "x-mcp-attempts": str(reply.attempts)}
         if self.fallback:
             headers["x-mcp-fallback"] = self.fallback
+        if IGNORED_HEADER in reply.headers:  # the server's word on fields it took with no effect
+            headers[IGNORED_HEADER] = reply.headers[IGNORED_HEADER]
         return headers
 
 

@@ -21,21 +21,23 @@ from mcp.engine.scheduler.slo import SLOClass
 from mcp.engine.sequence import StepOutput
 from mcp.serving.errors import FieldError
 from mcp.serving.generation import ChoiceEvent
+from mcp.serving.grpc import tools
 from mcp.serving.grpc._gen import inference_pb2 as pb
 from mcp.serving.grpc.context import Metadata, RequestContext
 from mcp.serving.host import ModelVersion
 from mcp.serving.reply import Reply
 from mcp.serving.request import Prompt, Sampling, ServingRequest, trace_context
+from mcp.serving.tools.plan import ToolStream
 
 Decode = Callable[[int], str]
-ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 PRECISIONS = ("auto", "fp32", "bf16", "f16", "int4", "int8")
 MAX_TOP_LOGPROBS = 20
 _OPTIONAL_SAMPLING = ("temperature", "top_p", "top_k", "min_p", "repetition_penalty", "presence_penalty",
                       "frequency_penalty", "seed")
 _FINISH = {"stop": pb.FINISH_REASON_STOP, "length": pb.FINISH_REASON_LENGTH,
            "cancelled": pb.FINISH_REASON_CANCELLED, "deadline": pb.FINISH_REASON_DEADLINE,
-           "content_filter": pb.FINISH_REASON_CONTENT_FILTER}
+           "content_filter": pb.FINISH_REASON_CONTENT_FILTER, "tool_calls": pb.FINISH_REASON_TOOL_CALLS}
 
 
 # -- requests -------------------------------------------------------------------------------
@@ -54,12 +56,19 @@ def prompt_of(request: pb.InferRequest, config: RuntimeConfig) -> Prompt:
     return Prompt(messages=messages)
 
 
-def _message(message: pb.ChatMessage, index: int) -> dict[str, str]:
+def _message(message: pb.ChatMessage, index: int) -> dict:
     role = ROLES.get(message.role)
     if role is None:
         raise FieldError(f"chat.messages[{index}].role is {message.role!r}; use one of "
                          f"{', '.join(ROLES)}", f"chat.messages[{index}].role")
-    return {"role": role, "content": message.content}
+    out: dict = {"role": role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = tools.message_calls(message, index)
+    if role == "tool":
+        out["tool_call_id"] = message.tool_call_id
+        if message.name:
+            out["name"] = message.name
+    return out
 
 
 def _check_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
@@ -81,7 +90,8 @@ def request_of(request: pb.InferRequest, context: RequestContext, metadata: Meta
         slo_class=None if context.sla_class is None else SLOClass.parse(context.sla_class),
         timeout_s=config.serving.request_timeout_s, user=request.user or None, model=context.model_ref(request.model),
         trace_context=trace_context(dict(metadata or ())),
-        attributes={"gen_ai.request.temperature": sampling.temperature, "gen_ai.request.seed": sampling.seed})
+        attributes={"gen_ai.request.temperature": sampling.temperature, "gen_ai.request.seed": sampling.seed},
+        **tools.tooling_of(request))
 
 
 def sampling_of(sampling: pb.SamplingParams, config: RuntimeConfig) -> Sampling:
@@ -94,7 +104,8 @@ def sampling_of(sampling: pb.SamplingParams, config: RuntimeConfig) -> Sampling:
     response_format = _response_format(sampling)
     try:
         return Sampling(**given, max_tokens=max_tokens, stop=tuple(sampling.stop) or None,
-                        ignore_eos=sampling.ignore_eos, logprobs=logprobs, response_format=response_format)
+                        ignore_eos=sampling.ignore_eos, logprobs=logprobs, response_format=response_format,
+                        logit_bias=tuple(sorted(sampling.logit_bias.items())) or None)
     except FieldError as error:
         raise FieldError(str(error), f"sampling.{error.param}") from None
 
@@ -163,27 +174,37 @@ def _checked(check: Callable[[str, str], str], value: str, param: str) -> str:
 
 # -- responses ------------------------------------------------------------------------------
 def infer_response(reply: Reply, result: InferResult, steps: Sequence[StepOutput]) -> pb.InferResponse:
-    """The whole answer of a unary ``Infer``."""
-    return pb.InferResponse(id=reply.request.request_id, model=reply.version.key, text=result.text,
-                            token_ids=result.token_ids, finish_reason=finish_reason(result), usage=usage(result),
-                            logprobs=logprobs(steps, reply.decode) if reply.decode else [])
+    """The whole answer of a unary ``Infer``: with tools, its calls parsed out of the text."""
+    answer = reply.generation.tools.parse(result.text)
+    return pb.InferResponse(id=reply.request.request_id, model=reply.version.key, text=answer.content or "",
+                            token_ids=result.token_ids, finish_reason=finish_reason(result, answer.tool_calls),
+                            usage=usage(result), logprobs=logprobs(steps, reply.decode) if reply.decode else [],
+                            tool_calls=tools.calls_of(answer))
 
 
-def stream_response(reply: Reply, event: ChoiceEvent) -> pb.InferStreamResponse:
-    """One message of ``InferStream``: a step's token and text; the last one with the finish reason and usage."""
-    message = pb.InferStreamResponse(id=reply.request.request_id, model=reply.version.key, text=event.text)
+def stream_response(reply: Reply, event: ChoiceEvent, tool_stream: ToolStream | None = None) -> pb.InferStreamResponse:
+    """One message of ``InferStream``: a step's token and text; the last one with the finish reason
+    and usage (and, with tools, the calls: text that may start one is held back until then)."""
+    text = tool_stream.feed(event.text) if tool_stream is not None else event.text
+    message = pb.InferStreamResponse(id=reply.request.request_id, model=reply.version.key, text=text)
     if event.step is not None:
         message.token_ids.append(event.step.token_id)
         if reply.decode:
             message.logprobs.extend(logprobs([event.step], reply.decode))
     if event.result is not None:
-        message.finish_reason = finish_reason(event.result)
+        calls = ()
+        if tool_stream is not None:
+            answer = tool_stream.finish()
+            message.text += answer.content or ""
+            message.tool_calls.extend(tools.calls_of(answer))
+            calls = answer.tool_calls
+        message.finish_reason = finish_reason(event.result, calls)
         message.usage.CopyFrom(usage(event.result))
     return message
 
 
-def finish_reason(result: InferResult) -> pb.FinishReason:
-    return _FINISH[result.finish_reason]
+def finish_reason(result: InferResult, calls: Sequence[object] = ()) -> pb.FinishReason:
+    return pb.FINISH_REASON_TOOL_CALLS if calls else _FINISH[result.finish_reason]
 
 
 def usage(result: InferResult) -> pb.Usage:

@@ -1,6 +1,6 @@
 """The gRPC server of ``mcp2026 serve``: a ``grpc.aio`` server on the HTTP server's event loop.
 
-It serves ``mcp.v1.InferenceService``, ``grpc.health.v1.Health`` and server reflection, on
+It serves ``mcp.v1.InferenceService``, ``grpc.health.v1.Health`` and server reflection (v1 and v1alpha), on
 the same ``ServerState`` as the HTTP app (one ModelHost, tenants, rate limits, metrics).
 Messages are capped at ``serving.limits.max_body_bytes`` like HTTP bodies.
 
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from mcp.base.errors import ConfigError
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 from mcp.serving.grpc.health import SERVICE_NAME as HEALTH_SERVICE
 from mcp.serving.grpc.health import ServingHealth
 from mcp.serving.grpc.interceptor import RequestContextInterceptor
+from mcp.serving.grpc.reflection import enable_reflection
 from mcp.serving.grpc.service import SERVICE_NAME, InferenceServicer
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class GrpcServer:
         pb_grpc.add_InferenceServiceServicer_to_server(InferenceServicer(self._state), server)
         self._health = ServingHealth(self._state.host, (SERVICE_NAME,))
         health_pb2_grpc.add_HealthServicer_to_server(self._health, server)
-        reflection.enable_server_reflection((SERVICE_NAME, HEALTH_SERVICE, reflection.SERVICE_NAME), server)
+        enable_reflection((SERVICE_NAME, HEALTH_SERVICE), server)  # v1 and v1alpha
         try:
             port = server.add_insecure_port(self._address)
         except RuntimeError as error:

@@ -55,11 +55,12 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                           context: grpc.aio.ServicerContext) -> AsyncIterator[pb.InferStreamResponse]:
         async with errors_as_status(context):
             reply = await self._start(request, current(), context.invocation_metadata(), "InferStream")
+            tool_stream = reply.generation.tools.stream() if reply.generation.tools.active else None
             try:
                 async for event in reply.events():
                     if event.result is not None:
                         await reply.settle()  # the record is committed before the last message
-                    yield convert.stream_response(reply, event)
+                    yield convert.stream_response(reply, event, tool_stream)
             except MCPError as exc:
                 await reply.settle_failed(exc)
                 raise

@@ -14,10 +14,16 @@ from collections.abc import Mapping
 from mcp.base.errors import InvalidRequestError
 from mcp.config.runtime import RuntimeConfig
 from mcp.engine.grammar import ResponseFormat, response_format_of
+from mcp.engine.params import MAX_COUNT
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.serving.errors import FieldError
+from mcp.serving.http import fields as published
 from mcp.serving.http import schemas as s
 from mcp.serving.request import Prompt, Sampling, ServingRequest, trace_context
+from mcp.serving.tools.spec import AUTO, Tool, ToolChoice
+
+_MEDIA = {"image_url": "images", "image": "images", "input_image": "images", "input_audio": "audio",
+          "audio": "audio", "file": "files"}
 
 Body = s.ChatCompletionRequest | s.CompletionRequest
 
@@ -38,20 +44,71 @@ def request_of(body: Body, route: str, headers: Mapping[str, str], sla_class: st
     slo_class = _slo_class(sla_class)
     if not chat:
         _check_num_choices(len(prompts), body.n, config)
+    ignored = published.CHAT_IGNORED if chat else published.COMPLETION_IGNORED
+    metadata = (body.metadata or {}) if chat else {}
     return ServingRequest(
         request_id=f"{'chatcmpl' if chat else 'cmpl'}-{uuid.uuid4().hex}", route=route, chat=chat,
         prompts=prompts, sampling=sampling, tenant=tenant, slo_class=slo_class,
         timeout_s=config.serving.request_timeout_s, n=body.n, user=body.user, model=body.model or None,
         trace_context=trace_context(headers),
         attributes={"gen_ai.request.temperature": body.temperature, "gen_ai.request.top_p": body.top_p,
-                    "gen_ai.request.top_k": body.top_k, "gen_ai.request.seed": body.seed})
+                    "gen_ai.request.top_k": body.top_k, "gen_ai.request.seed": body.seed,
+                    **{f"mcp.request.metadata.{k}": v for k, v in metadata.items()}},
+        metadata=metadata, ignored_fields=tuple(sorted(body.model_fields_set & ignored)),
+        **(_tooling(body) if chat else {}))
+
+
+def _tooling(body: s.ChatCompletionRequest) -> dict:
+    """The tool fields (``tools``/``tool_choice``, or the legacy ``functions``/``function_call``)
+    and the template's keyword arguments, typed."""
+    if body.functions is not None and body.tools is not None:
+        raise FieldError("functions is the legacy form of tools; send one of them, not both", "functions")
+    if body.function_call is not None and body.tool_choice is not None:
+        raise FieldError("function_call is the legacy form of tool_choice; send one of them", "function_call")
+    definitions = body.functions if body.functions is not None else [t.function for t in body.tools or ()]
+    tools = tuple(Tool(f.name, f.description, f.parameters or {}) for f in definitions)
+    names = [t.name for t in tools]
+    if len(set(names)) != len(names):
+        raise FieldError("tools name the same function twice; give each a distinct name", "tools")
+    choice = body.tool_choice if body.tool_choice is not None else body.function_call
+    return {"tools": tools, "tool_choice": _tool_choice(choice),
+            "parallel_tool_calls": body.parallel_tool_calls is not False and body.functions is None,
+            "template_kwargs": body.chat_template_kwargs or {}}
+
+
+def _tool_choice(choice: str | s.NamedToolChoice | s.FunctionName_ | None) -> ToolChoice:
+    if choice is None:
+        return AUTO
+    if isinstance(choice, str):
+        return ToolChoice(choice)  # type: ignore[arg-type]
+    return ToolChoice("function", choice.function.name if isinstance(choice, s.NamedToolChoice) else choice.name)
 
 
 def _conversation(body: s.ChatCompletionRequest, config: RuntimeConfig) -> tuple[Prompt, ...]:
-    messages = [{"role": "system" if m.role == "developer" else m.role, "content": _text(m.content)}
-                for m in body.messages]
-    _check_prompt_size(sum(len(m["content"]) for m in messages), config, "messages")
+    messages = [_message(i, m) for i, m in enumerate(body.messages)]
+    num_chars = sum(len(m["content"]) + len(str(m.get("tool_calls") or "")) for m in messages)
+    _check_prompt_size(num_chars, config, "messages")
     return (Prompt(messages=messages),)
+
+
+def _message(index: int, message: s.ChatMessage) -> dict:
+    """One message as the chat template reads it: developer is system, legacy function is tool,
+    an assistant turn's calls (``tool_calls`` or legacy ``function_call``) kept."""
+    role = {"developer": "system", "function": "tool"}.get(message.role, message.role)
+    calls = [c.model_dump() for c in message.tool_calls or ()]
+    if message.function_call is not None:
+        calls.append({"id": f"call_{index}", "type": "function", "function": message.function_call.model_dump()})
+    if message.content is None and not (role == "assistant"):
+        raise FieldError(f"messages[{index}].content is null; only an assistant turn may leave it out",
+                         f"messages[{index}].content")
+    out: dict = {"role": role, "content": _text(message.content, index)}
+    if calls:
+        out["tool_calls"] = calls
+    if role == "tool":
+        out["tool_call_id"] = message.tool_call_id or ""
+        if message.name:
+            out["name"] = message.name
+    return out
 
 
 def _texts(body: s.CompletionRequest, config: RuntimeConfig) -> tuple[Prompt, ...]:
@@ -64,8 +121,16 @@ def _texts(body: s.CompletionRequest, config: RuntimeConfig) -> tuple[Prompt, ..
     return tuple(Prompt(text=t) for t in texts)
 
 
-def _text(content: str | list[s.TextPart]) -> str:
-    return content if isinstance(content, str) else "".join(part.text for part in content)
+def _text(content: str | list | None, index: int) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    texts = []
+    for j, part in enumerate(content):
+        if part.type in _MEDIA:
+            raise FieldError(f"messages[{index}].content[{j}] is an {part.type} part: this model takes no "
+                             f"{_MEDIA[part.type]}; send text parts only", f"messages[{index}].content[{j}]")
+        texts.append(part.text if part.type == "text" else part.refusal)
+    return "".join(texts)
 
 
 def _check_prompt_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
@@ -95,7 +160,8 @@ def _sampling(body: Body, max_tokens: int | None, logprobs: int | None, config: 
                     min_p=body.min_p, repetition_penalty=body.repetition_penalty,
                     presence_penalty=body.presence_penalty, frequency_penalty=body.frequency_penalty,
                     seed=body.seed, stop=stop, ignore_eos=body.ignore_eos, logprobs=logprobs,
-                    response_format=_response_format(body.response_format))
+                    response_format=_response_format(body.response_format),
+                    logit_bias=_logit_bias(body.logit_bias))
 
 
 def _response_format(field: s.ResponseFormat | None) -> ResponseFormat | None:
@@ -107,6 +173,15 @@ def _response_format(field: s.ResponseFormat | None) -> ResponseFormat | None:
         return response_format_of(field.model_dump(by_alias=True))
     except InvalidRequestError as error:
         raise FieldError(str(error), "response_format") from None
+
+
+def _logit_bias(bias: dict[str, float] | None) -> tuple[tuple[int, float], ...] | None:
+    if not bias:
+        return None
+    biased = sorted((int(token_id), value) for token_id, value in bias.items())
+    if biased[-1][0] > MAX_COUNT:
+        raise FieldError(f"logit_bias names token {biased[-1][0]}; token ids are at most {MAX_COUNT}", "logit_bias")
+    return tuple(biased)
 
 
 def _slo_class(header: str | None) -> SLOClass | None:

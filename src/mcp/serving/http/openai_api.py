@@ -20,19 +20,21 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Depends, Header, Request
+from fastapi import APIRouter, Depends, Header, Request, Response
 from fastapi.responses import StreamingResponse
 
-from mcp.base.errors import MCPError
+from mcp.base.errors import MCPError, ModelNotFoundError
 from mcp.serving.errors import describe
 from mcp.serving.generation import ChoiceEvent, Generation
 from mcp.serving.http import convert, render
 from mcp.serving.http import schemas as s
 from mcp.serving.http.auth import caller_of, state_of
+from mcp.serving.http.fields import IGNORED_HEADER
 from mcp.serving.reply import Reply
 from mcp.serving.request import ServingRequest
 from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
+from mcp.serving.tools.plan import ToolStream
 
 router = APIRouter(tags=["openai"])
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -55,37 +57,53 @@ async def list_models(state: ServerState = Depends(state_of), caller: Caller = D
     return s.ModelList(data=cards)
 
 
+@router.get("/v1/models/{model_id:path}", response_model=s.ModelCard, responses=ERRORS)
+async def retrieve_model(model_id: str, state: ServerState = Depends(state_of),
+                         caller: Caller = Depends(caller_of)) -> s.ModelCard:
+    """One model by the id ``/v1/models`` lists (a name, or name:version); 404 if none is loaded."""
+    current = state.host.current()
+    if model_id in current:
+        return s.ModelCard(id=model_id, created=int(current[model_id].loaded_at))
+    for version in state.host.versions():
+        if version.key == model_id:
+            return s.ModelCard(id=model_id, created=int(version.loaded_at))
+    raise ModelNotFoundError(f"no model {model_id!r} is loaded; GET /v1/models lists the ones that are")
+
+
 @router.post("/v1/chat/completions", response_model=s.ChatCompletionResponse,
              responses={**ERRORS, 200: {"content": STREAM}})
-async def chat_completions(body: s.ChatCompletionRequest, request: Request,
+async def chat_completions(body: s.ChatCompletionRequest, request: Request, response: Response,
                            x_sla_class: str | None = SLA_CLASS, state: ServerState = Depends(state_of),
                            caller: Caller = Depends(caller_of)):
     served = convert.request_of(body, f"{request.method} {request.url.path}", request.headers, x_sla_class,
                                 state.config, caller.tenant.name)
-    return await _serve(request, state, caller, body, served)
+    return await _serve(request, response, state, caller, body, served)
 
 
 @router.post("/v1/completions", response_model=s.CompletionResponse,
              responses={**ERRORS, 200: {"content": STREAM}})
-async def completions(body: s.CompletionRequest, request: Request, x_sla_class: str | None = SLA_CLASS,
+async def completions(body: s.CompletionRequest, request: Request, response: Response,
+                      x_sla_class: str | None = SLA_CLASS,
                       state: ServerState = Depends(state_of), caller: Caller = Depends(caller_of)):
     served = convert.request_of(body, f"{request.method} {request.url.path}", request.headers, x_sla_class,
                                 state.config, caller.tenant.name)
-    return await _serve(request, state, caller, body, served)
+    return await _serve(request, response, state, caller, body, served)
 
 
 # -- running it -------------------------------------------------------------------------------
-async def _serve(request: Request, state: ServerState, caller: Caller,
+async def _serve(request: Request, response: Response, state: ServerState, caller: Caller,
                  body: s.ChatCompletionRequest | s.CompletionRequest, served: ServingRequest):
     state.limiter.admit(caller.tenant)
     if state.fault_delay_s:  # the injected delay of $MCP_FAULT_DELAY_MS (a test and chaos knob)
         await asyncio.sleep(state.fault_delay_s)
     reply = await Reply.start(state, caller.tenant, served)
-    answer = _Answer(reply)
+    answer = _Answer(reply, legacy=getattr(body, "functions", None) is not None)
+    ignored = {IGNORED_HEADER: ", ".join(served.ignored_fields)} if served.ignored_fields else {}
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
         return _FinishingStream(answer.stream(usage), reply.finish, media_type="text/event-stream",
-                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored})
+    response.headers.update(ignored)
     try:
         return await answer.whole(request)
     finally:
@@ -113,8 +131,11 @@ class _Answer:
     """A ``Reply`` (serving/reply.py: the lifecycle gRPC drives too) in OpenAI's wire format:
     one response, or server-sent chunks."""
 
-    def __init__(self, reply: Reply) -> None:
+    def __init__(self, reply: Reply, legacy: bool = False) -> None:
         self.reply, self.chat, self.id = reply, reply.request.chat, reply.request.request_id
+        self.legacy = legacy  # the request sent functions: calls answer as a function_call
+        tools = reply.generation.tools
+        self.tool_streams = [tools.stream() for _ in range(reply.num_choices)] if tools.active else []
         self.num_prompts = len(reply.request.prompts)
         self.created = int(time.time())
 
@@ -126,7 +147,8 @@ class _Answer:
         finally:
             watcher.cancel()
         if self.chat:
-            return render.chat_response(self.id, self.created, reply.version.key, results, steps, reply.decode)
+            return render.chat_response(self.id, self.created, reply.version.key, results, steps, reply.decode,
+                                        reply.generation.tools, self.legacy)
         return render.completion_response(self.id, self.created, reply.version.key, results, steps, reply.decode,
                                           self.num_prompts)
 
@@ -137,7 +159,10 @@ class _Answer:
                 yield render.sse(self._chat_chunk([s.ChatChunkChoice(index=i, delta=s.ChatDelta(role="assistant"))
                                                    for i in range(reply.num_choices)]))
             async for event in reply.events():
-                if event.text or event.result is not None or (reply.decode and event.step is not None):
+                if self.tool_streams:
+                    for chunk in self._tool_chunks(event, self.tool_streams[event.index]):
+                        yield render.sse(chunk)
+                elif event.text or event.result is not None or (reply.decode and event.step is not None):
                     yield render.sse(self._chunk(event))
             if include_usage:
                 usage = render.usage([reply.results[i] for i in sorted(reply.results)], self.num_prompts)
@@ -162,6 +187,31 @@ class _Answer:
         logprobs = render.completion_logprobs(steps, decode) if decode else None
         return self._text_chunk([s.CompletionChoice(index=event.index, text=event.text, finish_reason=reason,
                                                     logprobs=logprobs)])
+
+    def _tool_chunks(self, event: ChoiceEvent, stream: ToolStream) -> list[s.ChatCompletionChunk]:
+        """A step of a choice that may call tools: its content while no call may have started, and
+        at its end the calls as tool-call deltas (``finish_reason`` ``tool_calls``)."""
+        chunks = []
+        content = stream.feed(event.text)
+        if content:
+            chunks.append(self._chat_chunk([s.ChatChunkChoice(index=event.index, delta=s.ChatDelta(content=content))]))
+        if event.result is None:
+            return chunks
+        answer = stream.finish()
+        if self.legacy and answer.tool_calls:  # one call, as a function_call delta
+            call = answer.tool_calls[0]
+            delta = s.ChatDelta(content=answer.content,
+                                function_call=s.FunctionCallDelta(name=call.name, arguments=call.arguments))
+        else:
+            delta = s.ChatDelta(content=answer.content, tool_calls=render.tool_call_deltas(answer) or None)
+        if delta.content or delta.tool_calls or delta.function_call:
+            chunks.append(self._chat_chunk([s.ChatChunkChoice(index=event.index, delta=delta)]))
+        reason = event.result.finish_reason
+        if answer.tool_calls:
+            reason = "function_call" if self.legacy else "tool_calls"
+        chunks.append(self._chat_chunk([s.ChatChunkChoice(index=event.index, delta=s.ChatDelta(),
+                                                          finish_reason=reason)]))
+        return chunks
 
     def _chat_chunk(self, choices: list[s.ChatChunkChoice], usage: s.Usage | None = None) -> s.ChatCompletionChunk:
         return s.ChatCompletionChunk(id=self.id, created=self.created, model=self.reply.version.key, choices=choices,

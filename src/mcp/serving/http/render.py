@@ -7,6 +7,9 @@ from collections.abc import Callable, Sequence
 from mcp.base.result import InferResult
 from mcp.engine.sequence import StepOutput
 from mcp.serving.http import schemas as s
+from mcp.serving.tools.parse import ParsedAnswer
+from mcp.serving.tools.plan import ToolPlan
+from mcp.serving.tools.spec import ToolCall
 
 Decode = Callable[[int], str]
 
@@ -41,13 +44,40 @@ def completion_logprobs(steps: Sequence[StepOutput], decode: Decode, offset: int
         text_offset=offsets)
 
 
+def chat_message(result: InferResult, tools: ToolPlan, legacy: bool) -> tuple[s.AssistantMessage, str]:
+    """A choice's message and finish reason: its calls parsed out (``tool_calls``, or a legacy
+    ``function_call``) when the request offered tools."""
+    answer = tools.parse(result.text)
+    if not answer.tool_calls:
+        return s.AssistantMessage(content=result.text), result.finish_reason
+    calls = [_call_message(c) for c in answer.tool_calls]
+    if legacy:
+        return s.AssistantMessage(content=answer.content, function_call=calls[0].function), "function_call"
+    return s.AssistantMessage(content=answer.content, tool_calls=calls), "tool_calls"
+
+
+def tool_call_deltas(answer: ParsedAnswer) -> list[s.ToolCallDelta]:
+    """Each call as OpenAI streams it: its id, type and name with empty arguments, then the arguments."""
+    deltas = []
+    for index, call in enumerate(answer.tool_calls):
+        deltas.append(s.ToolCallDelta(index=index, id=call.id, type="function",
+                                      function=s.FunctionCallDelta(name=call.name, arguments="")))
+        deltas.append(s.ToolCallDelta(index=index, function=s.FunctionCallDelta(arguments=call.arguments)))
+    return deltas
+
+
+def _call_message(call: ToolCall) -> s.ToolCallMessage:
+    return s.ToolCallMessage(id=call.id, function=s.FunctionCall(name=call.name, arguments=call.arguments))
+
+
 def chat_response(request_id: str, created: int, model: str, results: Sequence[InferResult],
-                  steps: Sequence[Sequence[StepOutput]], decode: Decode | None) -> s.ChatCompletionResponse:
-    choices = [
-        s.ChatChoice(index=i, message=s.AssistantMessage(content=r.text), finish_reason=r.finish_reason,
-                     logprobs=chat_logprobs(steps[i], decode) if decode else None)
-        for i, r in enumerate(results)
-    ]
+                  steps: Sequence[Sequence[StepOutput]], decode: Decode | None, tools: ToolPlan,
+                  legacy: bool = False) -> s.ChatCompletionResponse:
+    choices = []
+    for i, r in enumerate(results):
+        message, reason = chat_message(r, tools, legacy)
+        choices.append(s.ChatChoice(index=i, message=message, finish_reason=reason,
+                                    logprobs=chat_logprobs(steps[i], decode) if decode else None))
     return s.ChatCompletionResponse(id=request_id, created=created, model=model, choices=choices,
                                     usage=usage(results))
 

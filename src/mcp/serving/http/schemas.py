@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, model_validator
 
 from mcp.base.arguments import check_model_name, check_model_source, check_unicode
 from mcp.engine.params import MAX_COUNT, SEED_RANGE
+from mcp.serving.http import fields as published
+from mcp.serving.request import RESERVED_TEMPLATE_KWARGS
 
 # Request text: a lone surrogate (JSON's "\\ud800") is a 400 naming the field, not a tokenizer crash.
 Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the text"))]
@@ -33,7 +35,12 @@ ModelName = Annotated[str, AfterValidator(lambda value: check_model_name(value, 
                                                "maxLength": 64})]
 ModelSource = Annotated[str, AfterValidator(lambda value: check_model_source(value, "it")),
                         Field(json_schema_extra={"minLength": 1, "maxLength": 4096, "pattern": "^[^\\x00-\\x1f\\x7f]*$"})]
-FinishReason = Literal["stop", "length", "cancelled", "deadline", "content_filter"]  # content_filter: governance
+FinishReason = Literal["stop", "length", "cancelled", "deadline", "content_filter",  # content_filter: governance
+                       "tool_calls", "function_call"]
+FunctionName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+LogitBias = Annotated[dict[Annotated[str, Field(pattern=r"^[0-9]{1,10}$")], Annotated[float, Field(ge=-100, le=100)]],
+                      Field(max_length=300, json_schema_extra={"additionalProperties": False})]
+JsonObject = dict[str, Any]
 
 
 class _Request(BaseModel):
@@ -49,15 +56,88 @@ class StreamOptions(_Request):
     include_usage: bool = False
 
 
-class TextPart(_Request):
-    type: Literal["text"]
-    text: Text
+def _text_parts_only(schema: dict) -> None:
+    """What the schema promises: text and refusal parts (a media part is a 400, see ContentPart)."""
+    text = {"type": "object", "additionalProperties": False, "required": ["type", "text"], "properties": {
+        "type": {"const": "text"}, "text": {"type": "string"},
+        "cache_control": {"anyOf": [{"type": "object"}, {"type": "null"}]}}}
+    refusal = {"type": "object", "additionalProperties": False, "required": ["type", "refusal"], "properties": {
+        "type": {"const": "refusal"}, "refusal": {"type": "string"}}}
+    description = schema.get("description", "")
+    schema.clear()
+    schema.update({"oneOf": [text, refusal], "description": description})
+
+
+class ContentPart(BaseModel):
+    """A part of a message's content: ``text`` (and ``refusal``) are read; an image, audio or file
+    part is parsed only so that the answer can say "this model takes no images" (convert.py)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, json_schema_extra=_text_parts_only)
+    type: Literal["text", "refusal", "image_url", "input_audio", "file", "image", "audio", "input_image"]
+    text: Text | None = None
+    refusal: Text | None = None
+    cache_control: JsonObject | None = None  # Anthropic-style prompt caching hints: no effect here
+
+    @model_validator(mode="after")
+    def _text_parts_are_strict(self) -> ContentPart:
+        if self.type in ("text", "refusal"):
+            if self.model_extra:
+                raise ValueError(f"unknown field {next(iter(self.model_extra))!r} in a {self.type} part")
+            if self.type == "refusal" and (self.text is not None or self.cache_control is not None):
+                raise ValueError("a refusal part has only its 'refusal' string")
+            if self.type == "text" and self.refusal is not None:
+                raise ValueError("a text part has no 'refusal'; send a refusal part")
+            if getattr(self, self.type) is None:
+                raise ValueError(f"a {self.type} part needs its {self.type!r} string")
+        return self
+
+
+class FunctionCall(_Request):
+    name: FunctionName
+    arguments: Text = Field(description="the arguments as a JSON object's text")
+
+
+class ToolCallMessage(_Request):
+    id: Text
+    type: Literal["function"] = "function"
+    function: FunctionCall
 
 
 class ChatMessage(_Request):
-    role: Literal["system", "developer", "user", "assistant"]
-    content: Text | list[TextPart]
+    # Only an assistant turn may leave content out or null (it may only call tools): the schema says
+    # so, and the server's check (convert.py) says it in words.
+    model_config = ConfigDict(json_schema_extra={"anyOf": [
+        {"properties": {"role": {"const": "assistant"}}},
+        {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}}}]})
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: Text | list[ContentPart] | None = None  # None: an assistant turn that only calls tools
     name: Text | None = None
+    tool_calls: list[ToolCallMessage] | None = None  # assistant turns
+    tool_call_id: Text | None = None  # tool turns: the call this answers
+    function_call: FunctionCall | None = None  # legacy assistant turns
+    refusal: Text | None = None  # accepted on assistant turns; no effect here
+    audio: JsonObject | None = None  # an earlier audio answer's id: no effect here
+
+
+class FunctionDefinition(_Request):
+    name: FunctionName
+    description: Text | None = None
+    parameters: JsonObject | None = None
+    strict: bool | None = None
+
+
+class ToolDefinition(_Request):
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class FunctionName_(_Request):
+    name: FunctionName
+
+
+class NamedToolChoice(_Request):
+    type: Literal["function"]
+    function: FunctionName_
 
 
 class TextFormat(_Request):
@@ -116,16 +196,35 @@ class _Sampling(_Request):
     stream_options: StreamOptions | None = None
     user: Text | None = None
     response_format: ResponseFormat | None = None
+    logit_bias: LogitBias | None = Field(None, description="token id (as a string) -> bias in [-100, 100], "
+                                                           "added to its logit before sampling")
 
 
-class ChatCompletionRequest(_Sampling):
+def _ignored(name: str, fields: frozenset[str]) -> type[_Request]:
+    """A base declaring published fields that have no effect here (fields.py): accepted as any JSON."""
+    return create_model(name, __base__=_Request, **{  # type: ignore[call-overload]
+        field: (Any, Field(None, description="published by OpenAI; accepted, no effect here "
+                                             "(named in the x-mcp-ignored-fields header)"))
+        for field in sorted(fields)})
+
+
+class ChatCompletionRequest(_Sampling, _ignored("_IgnoredChatFields", published.CHAT_IGNORED)):
     messages: list[ChatMessage] = Field(min_length=1)
     max_completion_tokens: Count | None = None
     logprobs: bool = False
     top_logprobs: NumLogprobs | None = None
+    tools: Annotated[list[ToolDefinition], Field(max_length=128)] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    functions: Annotated[list[FunctionDefinition], Field(max_length=128)] | None = None  # legacy tools
+    function_call: Literal["none", "auto"] | FunctionName_ | None = None  # legacy tool_choice
+    metadata: Annotated[dict[Annotated[str, Field(max_length=64)], Annotated[Text, Field(max_length=512)]],
+                        Field(max_length=16)] | None = None
+    chat_template_kwargs: JsonObject | None = Field(  # an extension (vLLM's): to the chat template
+        None, json_schema_extra={"propertyNames": {"not": {"enum": sorted(RESERVED_TEMPLATE_KWARGS)}}})
 
 
-class CompletionRequest(_Sampling):
+class CompletionRequest(_Sampling, _ignored("_IgnoredCompletionFields", published.COMPLETION_IGNORED)):
     prompt: NonEmptyText | Annotated[list[NonEmptyText], Field(min_length=1)]
     logprobs: NumLogprobs | None = None
     echo: bool = Field(False, json_schema_extra={"enum": [False]})  # not supported: true is a 400
@@ -154,7 +253,9 @@ class ChoiceLogprobs(_Response):
 
 class AssistantMessage(_Response):
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
+    tool_calls: list[ToolCallMessage] | None = None
+    function_call: FunctionCall | None = None  # a legacy (functions) request's one call
 
 
 class ChatChoice(_Response):
@@ -173,9 +274,23 @@ class ChatCompletionResponse(_Response):
     usage: Usage
 
 
+class FunctionCallDelta(_Response):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallDelta(_Response):
+    index: int
+    id: str | None = None
+    type: Literal["function"] | None = None
+    function: FunctionCallDelta
+
+
 class ChatDelta(_Response):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
+    function_call: FunctionCallDelta | None = None  # a legacy (functions) request's call
 
 
 class ChatChunkChoice(_Response):

@@ -96,6 +96,7 @@ def decode_request(data: dict[str, Any]) -> tuple[SamplingParams, RequestOptions
     params["stop_token_ids"] = tuple(params["stop_token_ids"])
     if params.get("response_format") is not None:
         params["response_format"] = ResponseFormat(**params["response_format"])
+    params["logit_bias"] = tuple((int(i), float(b)) for i, b in params.get("logit_bias", ()))
     return SamplingParams(**params), RequestOptions(**data["options"])
 
 
