@@ -76,6 +76,10 @@ class NativeEngine:
         model = model_class(header.architecture.architecture)(
             header.architecture, weights, self.max_context, dtype
         )
+        # The loader's caches hold every matrix as loaded (a Q8_0 matrix as a copy split into codes
+        # and scales): dropped first, so that each re-laid matrix's source is freed as it goes
+        # and the peak is one copy of the weights, not two.
+        del weights
         interleave_for_integer_dots(model)
         self.model = model.eval()
 
