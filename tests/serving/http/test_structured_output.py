@@ -8,7 +8,6 @@ import json
 import re
 
 import httpx
-import openai
 import pytest
 from pydantic import BaseModel, Field
 
@@ -21,22 +20,8 @@ class Person(BaseModel):
     age: int
 
 
-@pytest.fixture(scope="module")
-def server(start_server, smollm2_auto_mcp):
-    return start_server({
-        "runtime": {"device": "cpu"},
-        "scheduler": {"kv_cache_bytes": 512 * 16 * 46080},
-        "serving": {"models": [{"name": "smollm2", "source": str(smollm2_auto_mcp)}]},
-    })
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
-
-
-def test_parse_with_a_pydantic_model_returns_the_parsed_object(client):
-    reply = client.chat.completions.parse(
+def test_parse_with_a_pydantic_model_returns_the_parsed_object(smollm2_openai):
+    reply = smollm2_openai.chat.completions.parse(
         model="smollm2", messages=[{"role": "user", "content": "Give me a person as JSON with name and age."}],
         response_format=Person, max_tokens=60, **GREEDY)
     person = reply.choices[0].message.parsed
@@ -45,23 +30,23 @@ def test_parse_with_a_pydantic_model_returns_the_parsed_object(client):
     assert Person.model_validate_json(reply.choices[0].message.content) == person
 
 
-def test_json_object_returns_a_json_object_and_text_is_free(client):
+def test_json_object_returns_a_json_object_and_text_is_free(smollm2_openai):
     messages = [{"role": "user", "content": "Describe a cat as a JSON object."}]
-    reply = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=120,
+    reply = smollm2_openai.chat.completions.create(model="smollm2", messages=messages, max_tokens=120,
                                            response_format={"type": "json_object"}, **GREEDY)
     assert isinstance(json.loads(reply.choices[0].message.content), dict)
-    free = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=12, **GREEDY)
-    text = client.chat.completions.create(model="smollm2", messages=messages, max_tokens=12,
+    free = smollm2_openai.chat.completions.create(model="smollm2", messages=messages, max_tokens=12, **GREEDY)
+    text = smollm2_openai.chat.completions.create(model="smollm2", messages=messages, max_tokens=12,
                                           response_format={"type": "text"}, **GREEDY)
     assert text.choices[0].message.content == free.choices[0].message.content
 
 
-def test_regex_and_grammar_extensions_streamed_and_on_completions(client):
-    chunks = client.chat.completions.create(
+def test_regex_and_grammar_extensions_streamed_and_on_completions(smollm2_openai):
+    chunks = smollm2_openai.chat.completions.create(
         model="smollm2", messages=[{"role": "user", "content": "What is your phone number?"}], max_tokens=20,
         stream=True, extra_body={"response_format": {"type": "regex", "regex": r"[0-9]{3}-[0-9]{4}"}}, **GREEDY)
     assert re.fullmatch(r"[0-9]{3}-[0-9]{4}", "".join(c.choices[0].delta.content or "" for c in chunks if c.choices))
-    reply = client.completions.create(
+    reply = smollm2_openai.completions.create(
         model="smollm2", prompt="Is the sky blue? Answer:", max_tokens=8,
         extra_body={"response_format": {"type": "grammar", "grammar": 'start: " " ("yes" | "no")'}}, **GREEDY)
     assert reply.choices[0].text in (" yes", " no") and reply.choices[0].finish_reason == "stop"
@@ -76,10 +61,10 @@ def test_regex_and_grammar_extensions_streamed_and_on_completions(client):
     ({"type": "grammar", "grammar": "start: nowhere"}, "nowhere"),
     ({"type": "xml"}, "response_format"),
 ])
-def test_a_format_the_engine_cannot_compile_is_a_400_with_its_reason(server, response_format, reason):
+def test_a_format_the_engine_cannot_compile_is_a_400_with_its_reason(smollm2_server, response_format, reason):
     body = {"model": "smollm2", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4,
             "response_format": response_format}
-    reply = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+    reply = httpx.post(smollm2_server.url + "/v1/chat/completions", json=body, timeout=60)
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
     assert reason in error["message"] and error["param"].startswith("response_format")

@@ -22,28 +22,14 @@ ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 FORCED = {"type": "function", "function": {"name": "get_weather"}}
 
 
-@pytest.fixture(scope="module")
-def server(start_server, smollm2_auto_mcp):
-    return start_server({
-        "runtime": {"device": "cpu"},
-        "scheduler": {"kv_cache_bytes": 512 * 16 * 46080},
-        "serving": {"models": [{"name": "smollm2", "source": str(smollm2_auto_mcp)}]},
-    })
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
-
-
 def _city(arguments: str) -> str:
     city = json.loads(arguments)["city"]
     assert isinstance(city, str) and city.strip()
     return city
 
 
-def test_openai_forced_tool_call(client):
-    reply = client.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
+def test_openai_forced_tool_call(smollm2_openai):
+    reply = smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
                                            max_tokens=24, temperature=0)
     choice = reply.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
@@ -52,19 +38,19 @@ def test_openai_forced_tool_call(client):
     assert "paris" in _city(call.function.arguments).lower()
 
 
-def test_openai_required_and_none(client):
-    required = client.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice="required",
+def test_openai_required_and_none(smollm2_openai):
+    required = smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice="required",
                                               max_tokens=24, temperature=0)
     assert required.choices[0].message.tool_calls[0].function.name == "get_weather"
-    none = client.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice="none",
+    none = smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice="none",
                                           max_tokens=8, temperature=0)
     assert none.choices[0].message.tool_calls is None and none.choices[0].finish_reason in ("stop", "length")
 
 
-def test_openai_streamed_tool_deltas_match_the_whole_answer(client):
-    whole = client.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
+def test_openai_streamed_tool_deltas_match_the_whole_answer(smollm2_openai):
+    whole = smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
                                            max_tokens=24, temperature=0)
-    chunks = list(client.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
+    chunks = list(smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
                                                  max_tokens=24, temperature=0, stream=True))
     deltas = [d for c in chunks for d in (c.choices[0].delta.tool_calls or [])]
     assert deltas[0].index == 0 and deltas[0].id.startswith("call_") and deltas[0].function.name == "get_weather"
@@ -74,29 +60,29 @@ def test_openai_streamed_tool_deltas_match_the_whole_answer(client):
     assert not "".join(c.choices[0].delta.content or "" for c in chunks)
 
 
-def test_openai_tool_round_trip_is_rendered(client):
-    first = client.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
+def test_openai_tool_round_trip_is_rendered(smollm2_openai):
+    first = smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, tools=[WEATHER], tool_choice=FORCED,
                                            max_tokens=24, temperature=0)
     call = first.choices[0].message.tool_calls[0]
     result = '{"city": "Paris", "temperature_c": 21, "sky": "clear"}'
     turn = [*ASK, {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
             {"role": "tool", "tool_call_id": call.id, "content": result}]
-    second = client.chat.completions.create(model="smollm2", messages=turn, tools=[WEATHER], max_tokens=16,
+    second = smollm2_openai.chat.completions.create(model="smollm2", messages=turn, tools=[WEATHER], max_tokens=16,
                                             temperature=0)
     assert second.choices[0].message.content and second.choices[0].finish_reason in ("stop", "length")
     # the call and the tool's answer are in the prompt: it grew by at least their tokens
     assert second.usage.prompt_tokens >= first.usage.prompt_tokens + 20
 
 
-def test_legacy_functions_answer_with_function_call(server):
+def test_legacy_functions_answer_with_function_call(smollm2_server):
     body = {"model": "smollm2", "messages": ASK, "functions": [WEATHER["function"]],
             "function_call": {"name": "get_weather"}, "max_tokens": 24, "temperature": 0}
-    reply = httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60)
+    reply = httpx.post(smollm2_server.url + "/v1/chat/completions", json=body, timeout=60)
     assert reply.status_code == 200, reply.text
     choice = reply.json()["choices"][0]
     assert choice["finish_reason"] == "function_call" and choice["message"]["function_call"]["name"] == "get_weather"
     streaming = {**body, "stream": True}
-    with httpx.stream("POST", server.url + "/v1/chat/completions", json=streaming, timeout=60) as streamed:
+    with httpx.stream("POST", smollm2_server.url + "/v1/chat/completions", json=streaming, timeout=60) as streamed:
         events = [json.loads(line[6:]) for line in streamed.iter_lines() if line.startswith("data: {")]
     deltas = [e["choices"][0]["delta"] for e in events]
     called = [d["function_call"] for d in deltas if d.get("function_call")]
@@ -104,8 +90,8 @@ def test_legacy_functions_answer_with_function_call(server):
     assert [e["choices"][0]["finish_reason"] for e in events if e["choices"][0]["finish_reason"]] == ["function_call"]
 
 
-def test_ignored_fields_are_named_in_a_header(client, server):
-    raw = client.chat.completions.with_raw_response.create(
+def test_ignored_fields_are_named_in_a_header(smollm2_openai, smollm2_server):
+    raw = smollm2_openai.chat.completions.with_raw_response.create(
         model="smollm2", messages=[{"role": "user", "content": [{"type": "text", "text": "Hi",
                                                                  "cache_control": {"type": "ephemeral"}}]}],
         max_completion_tokens=4, store=False, service_tier="auto", reasoning_effort="low", metadata={"app": "t"},
@@ -115,18 +101,18 @@ def test_ignored_fields_are_named_in_a_header(client, server):
                                                    "safety_identifier, service_tier, store, verbosity")
     reply = raw.parse()
     assert len(reply.choices) == 2 and reply.usage.completion_tokens <= 8
-    completion = httpx.post(server.url + "/v1/completions", timeout=60, json={
+    completion = httpx.post(smollm2_server.url + "/v1/completions", timeout=60, json={
         "model": "smollm2", "prompt": "One, two,", "max_tokens": 3, "suffix": "!", "best_of": 1, "echo": False})
     assert completion.status_code == 200 and completion.headers["x-mcp-ignored-fields"] == "best_of, suffix"
-    plain = httpx.post(server.url + "/v1/completions", timeout=60, json={"prompt": "One,", "max_tokens": 2})
+    plain = httpx.post(smollm2_server.url + "/v1/completions", timeout=60, json={"prompt": "One,", "max_tokens": 2})
     assert "x-mcp-ignored-fields" not in plain.headers
 
 
-def test_assistant_refusal_null_and_developer_accepted(server):
+def test_assistant_refusal_null_and_developer_accepted(smollm2_server):
     body = {"messages": [{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Hi"},
                          {"role": "assistant", "content": "Hello", "refusal": None},
                          {"role": "user", "content": "Bye"}], "max_tokens": 3}
-    assert httpx.post(server.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
+    assert httpx.post(smollm2_server.url + "/v1/chat/completions", json=body, timeout=60).status_code == 200
 
 
 @pytest.mark.parametrize("body,param,words", [
@@ -142,22 +128,22 @@ def test_assistant_refusal_null_and_developer_accepted(server):
     ({"messages": [{"role": "user", "content": None}]}, "messages[0].content", "only an assistant turn"),
     ({"messages": ASK, "chat_template_kwargs": {"messages": []}}, "chat_template_kwargs", "the server sets"),
 ])
-def test_bad_tool_and_part_requests_are_400s_naming_the_field(server, body, param, words):
-    reply = httpx.post(server.url + "/v1/chat/completions", json={"max_tokens": 2, **body}, timeout=60)
+def test_bad_tool_and_part_requests_are_400s_naming_the_field(smollm2_server, body, param, words):
+    reply = httpx.post(smollm2_server.url + "/v1/chat/completions", json={"max_tokens": 2, **body}, timeout=60)
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
     assert words in error["message"] and param in (error["param"] or "") + error["message"]
 
 
-def test_model_by_id(server):
-    assert httpx.get(server.url + "/v1/models/smollm2").json() == {
-        **httpx.get(server.url + "/v1/models/smollm2").json(), "id": "smollm2", "object": "model"}
-    assert httpx.get(server.url + "/v1/models/smollm2:1").json()["id"] == "smollm2:1"
-    missing = httpx.get(server.url + "/v1/models/nope")
+def test_model_by_id(smollm2_server):
+    assert httpx.get(smollm2_server.url + "/v1/models/smollm2").json() == {
+        **httpx.get(smollm2_server.url + "/v1/models/smollm2").json(), "id": "smollm2", "object": "model"}
+    assert httpx.get(smollm2_server.url + "/v1/models/smollm2:1").json()["id"] == "smollm2:1"
+    missing = httpx.get(smollm2_server.url + "/v1/models/nope")
     assert missing.status_code == 404 and "nope" in missing.json()["error"]["message"]
 
 
-def test_langchain_bind_tools_round_trip(server):
+def test_langchain_bind_tools_round_trip(smollm2_server):
     from langchain_core.messages import HumanMessage, ToolMessage
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -167,7 +153,7 @@ def test_langchain_bind_tools_round_trip(server):
         """The current weather in a city."""
         return f"{city}: 21 C, clear"
 
-    llm = ChatOpenAI(base_url=server.url + "/v1", api_key="unused", model="smollm2", temperature=0, max_tokens=24,
+    llm = ChatOpenAI(base_url=smollm2_server.url + "/v1", api_key="unused", model="smollm2", temperature=0, max_tokens=24,
                      max_retries=0)
     asked = [HumanMessage("What is the weather in Paris?")]
     called = llm.bind_tools([get_weather], tool_choice="get_weather").invoke(asked)
@@ -178,32 +164,32 @@ def test_langchain_bind_tools_round_trip(server):
     assert isinstance(answer.content, str) and answer.content and answer.usage_metadata["input_tokens"] > 40
 
 
-def test_litellm_tools(server):
+def test_litellm_tools(smollm2_server):
     import litellm
 
-    reply = litellm.completion(model="openai/smollm2", api_base=server.url + "/v1", api_key="unused", messages=ASK,
+    reply = litellm.completion(model="openai/smollm2", api_base=smollm2_server.url + "/v1", api_key="unused", messages=ASK,
                                tools=[WEATHER], tool_choice=FORCED, max_tokens=24, temperature=0)
     call = reply.choices[0].message.tool_calls[0]
     assert reply.choices[0].finish_reason == "tool_calls" and call.function.name == "get_weather"
     assert "paris" in _city(call.function.arguments).lower()
 
 
-def test_logit_bias_steers_the_sampler(client, smollm2_auto_mcp):
+def test_logit_bias_steers_the_sampler(smollm2_openai, smollm2_auto_mcp):
     from mcp.engine.tokenizer import Tokenizer
     from mcp.modelfile.reader import open_model
 
     tokenizer = Tokenizer.from_spec(open_model(smollm2_auto_mcp).header.tokenizer)
     (blue,) = tokenizer.encode(" blue", add_special_tokens=False)
-    raw = client.completions.with_raw_response.create(model="smollm2", prompt="The sky is", max_tokens=3,
+    raw = smollm2_openai.completions.with_raw_response.create(model="smollm2", prompt="The sky is", max_tokens=3,
                                                       temperature=0, logit_bias={str(blue): 100})
     assert "x-mcp-ignored-fields" not in raw.headers
     assert raw.parse().choices[0].text == tokenizer.decode([blue] * 3)
-    plain = client.chat.completions.create(model="smollm2", messages=ASK, max_tokens=2, temperature=0,
+    plain = smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, max_tokens=2, temperature=0,
                                            logprobs=True)
     first = plain.choices[0].logprobs.content[0].token
     (first_id,) = tokenizer.encode(first, add_special_tokens=False)
-    banned = client.chat.completions.create(model="smollm2", messages=ASK, max_tokens=2, temperature=0,
+    banned = smollm2_openai.chat.completions.create(model="smollm2", messages=ASK, max_tokens=2, temperature=0,
                                             logprobs=True, logit_bias={str(first_id): -100})
     assert banned.choices[0].logprobs.content[0].token != first
     with pytest.raises(openai.BadRequestError, match="logit_bias"):
-        client.completions.create(model="smollm2", prompt="x", max_tokens=1, logit_bias={"5": 101})
+        smollm2_openai.completions.create(model="smollm2", prompt="x", max_tokens=1, logit_bias={"5": 101})
