@@ -218,18 +218,18 @@ def test_released_pages_of_a_model_file_leave_resident_memory(smollm2_auto_mcp):
         assert int(tensor.view(torch.uint8).sum()) > 0  # still readable: the file's pages come back
 
 
-def test_the_default_plan_re_lays_each_fused_matrix_once(smollm2_auto_mcp):
-    """With the default dots (int8x2 on AVX2/AVX-512) every fused q/k/v and gate/up matrix,
-    the o and down projections and the tied Q8_0 head are re-laid, the embedding looks up in
-    the head's re-laid matrix, and their values are the file's."""
+def test_int8x2_dots_re_lay_each_fused_matrix_once(smollm2_auto_mcp):
+    """With int8x2 dots (the default on AVX2/AVX-512; asked for here, so that every build runs
+    it) every fused q/k/v and gate/up matrix, the o and down projections and the tied Q8_0
+    head are re-laid, the embedding looks up in the head's re-laid matrix, and their values
+    are the file's."""
     from mcp.engine.engine import EngineOptions, NativeEngine
     from mcp.modelfile.reader import open_model
 
     with open_model(smollm2_auto_mcp) as model_file:
-        engine = NativeEngine(model_file, EngineOptions(device="cpu"))
+        engine = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="int8x2"))
         q_values = QuantMatrix("q4_1", model_file.tensor("model.layers.3.self_attn.q_proj.weight"), None).dequantize()
-    if engine.plan.decode_dots != "int8x2":
-        pytest.skip("the plain C++ build keeps exact dots: run on an AVX2 or AVX-512 CPU")
+    assert engine.plan.decode_dots == "int8x2"
     model = engine.model
     for layer in model.layers:
         for module in (layer.self_attn.qkv_proj.parts[0], layer.self_attn.o_proj, layer.mlp.gate_up_proj.parts[0],
