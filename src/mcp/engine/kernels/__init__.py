@@ -216,8 +216,9 @@ class QuantMatrix:
 
     def interleaved(self) -> QuantMatrix:
         """This Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K or Q8_0 (int8, fp16 scales) matrix re-laid
-        16 rows at a time (``q4_0x16``, ...): the same values, the same size (Q4_K, Q5_K: 148, 180 bytes a block for
-        144), in a new buffer, for integer dots at the memory bound."""
+        16 rows at a time (``q4_0x16``, ...) in a new buffer, for integer dots at the memory
+        bound: the same values and the same size (Q4_K and Q5_K: 148 and 180 bytes a block
+        where GGUF's take 144 and 176, their 6-bit scales widened to bytes)."""
         if not self.interleavable:
             sources = ", ".join(INTERLEAVED_KINDS.values())
             raise ValueError(f"only {sources} (with fp16 scales) matrices of a multiple of {TILE_ROWS} rows "
