@@ -93,7 +93,7 @@ struct FlatLayout {
   bool min, fifth;  // value d * q + m; a fifth bit per code
 };
 
-FlatLayout flat_layout(WeightKind kind) {
+constexpr FlatLayout flat_layout(WeightKind kind) {
   switch (kind) {
     case WeightKind::kQ4_0x16: return {kQ4_0Group, 32, 8, false, false};
     case WeightKind::kQ4_1x16: return {kQ4_1Group, 64, 0, true, false};
@@ -316,8 +316,8 @@ void scalar_values(const GroupValues& v, int r, float* values) {
 #if defined(__x86_64__)
 
 // ---- the SIMD builds: one kernel per format (rows16.inc) over Ops, L rows a register ----
-// Ops::I holds L int32 lanes, Ops::F L floats; dot(acc, w, x4) adds to each lane the
-// products of its 4 unsigned weight bytes with the 4 activation bytes x4.
+// Ops::I holds L int32 lanes, Ops::F L floats; dot(acc, w, x) adds to each lane the
+// products of its 4 unsigned weight bytes with the 4 activation bytes at x (broadcast from memory).
 
 // AVX2: 8 rows a register, maddubs + madd for the sums (each maddubs lane at most
 // 2 * 63 * 127, no saturation), 16 registers: one activation row at a time.
@@ -340,7 +340,7 @@ struct Avx2Ops {
   static I add(I a, I b) { return _mm256_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static constexpr bool kPairSums = true;  // maddubs: pairs of products to int16 (Kernel16::digit)
-  static I pairs(I w, int32_t x4) { return _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4)); }
+  static I pairs(I w, const int8_t* x) { return _mm256_maddubs_epi16(w, word(x)); }
   static I add16(I a, I b) { return _mm256_add_epi16(a, b); }
   static I widen_add(I acc, I pairs16) { return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs16, _mm256_set1_epi16(1))); }
   static F fzero() { return _mm256_setzero_ps(); }
@@ -358,11 +358,13 @@ struct Avx2Ops {
   }
   static void store(float* out, F v) { _mm256_store_ps(out, v); }
   static void prefetch(const uint8_t*, int64_t) {}
+  // the 4 bytes at x in every lane: a broadcast load, which the dots can take as their operand
+  static I word(const int8_t* x) { return _mm256_broadcastd_epi32(_mm_loadu_si32(x)); }
   // signed codes: |q| times x with q's sign (each maddubs lane at most 2 * 128 * 127), the sum exact
   static constexpr int32_t kSignedBias = 0;
   static I signed_codes(I q) { return q; }
-  static I sdot(I acc, I q, int32_t x4) {
-    const I x = _mm256_set1_epi32(x4);
+  static I sdot(I acc, I q, const int8_t* p) {
+    const I x = word(p);
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(q, q), _mm256_sign_epi8(x, q)),
                                                    _mm256_set1_epi16(1)));
   }
@@ -462,7 +464,9 @@ struct VnniOps {
   static I add(I a, I b) { return _mm512_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static constexpr bool kPairSums = false;  // vpdpbusd sums four products into int32 at once
-  static I dot(I acc, I w, int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }
+  static I dot(I acc, I w, const int8_t* x) { return _mm512_dpbusd_epi32(acc, w, word(x)); }
+  // the 4 bytes at x in every lane: a broadcast load, folded into vpdpbusd as a {1to16} operand
+  static I word(const int8_t* x) { return _mm512_broadcastd_epi32(_mm_loadu_si32(x)); }
   static F fzero() { return _mm512_setzero_ps(); }
   static F fset1(float v) { return _mm512_set1_ps(v); }
   static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
@@ -480,7 +484,7 @@ struct VnniOps {
   // signed codes: q + 128 as unsigned bytes (q xor 0x80), so the sums come 128 sum x too large
   static constexpr int32_t kSignedBias = 128;
   static I signed_codes(I q) { return _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80))); }
-  static I sdot(I acc, I q, int32_t x4) { return _mm512_dpbusd_epi32(acc, q, _mm512_set1_epi32(x4)); }
+  static I sdot(I acc, I q, const int8_t* x) { return _mm512_dpbusd_epi32(acc, q, word(x)); }
   static void prefetch(const uint8_t* p, int64_t bytes) {
     for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
   }
