@@ -464,7 +464,14 @@ struct VnniOps {
   static I add(I a, I b) { return _mm512_add_epi32(a, b); }
   static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
   static constexpr bool kPairSums = false;  // vpdpbusd sums four products into int32 at once
-  static I dot(I acc, I w, const int8_t* x) { return _mm512_dpbusd_epi32(acc, w, word(x)); }
+  // vpdpbusd with the 4 bytes at x as a {1to16} operand: gcc 12 emits a separate broadcast
+  // for _mm512_dpbusd_epi32(acc, w, word(x)), and with 4 rows of 16 products a group the
+  // broadcasts were a third of the instructions, which is what held the many-row products
+  // back (dispatch-bound, not product-bound).
+  static I dot(I acc, I w, const int8_t* x) {
+    asm("vpdpbusd %[x]%{1to16%}, %[w], %[acc]" : [acc] "+v"(acc) : [w] "v"(w), [x] "m"(*reinterpret_cast<const int32_t*>(x)));
+    return acc;
+  }
   // the 4 bytes at x in every lane: a broadcast load, folded into vpdpbusd as a {1to16} operand
   static I word(const int8_t* x) { return _mm512_broadcastd_epi32(_mm_loadu_si32(x)); }
   static F fzero() { return _mm512_setzero_ps(); }
@@ -484,7 +491,7 @@ struct VnniOps {
   // signed codes: q + 128 as unsigned bytes (q xor 0x80), so the sums come 128 sum x too large
   static constexpr int32_t kSignedBias = 128;
   static I signed_codes(I q) { return _mm512_xor_si512(q, _mm512_set1_epi8(static_cast<char>(0x80))); }
-  static I sdot(I acc, I q, const int8_t* x) { return _mm512_dpbusd_epi32(acc, q, word(x)); }
+  static I sdot(I acc, I q, const int8_t* x) { return dot(acc, q, x); }
   static void prefetch(const uint8_t* p, int64_t bytes) {
     for (int64_t at = 0; at < bytes; at += 64) _mm_prefetch(reinterpret_cast<const char*>(p + at), _MM_HINT_T0);
   }
