@@ -189,6 +189,30 @@ def test_q8_0_interleaved_gives_the_same_bits_on_every_build():
     assert all(torch.equal(got, outputs["scalar"]) for got in outputs.values())
 
 
+def q8_0_blocks(matrix: QuantMatrix) -> torch.Tensor:
+    """The GGUF Q8_0 blocks [N, K/32 * 34] of an int8 matrix with fp16 scales: d, then 32 codes."""
+    n, k = matrix.shape
+    scales = matrix.qparams.view(torch.uint8).reshape(n, k // 32, 2)
+    codes = matrix.codes.view(torch.uint8).reshape(n, k // 32, 32)
+    return torch.cat((scales, codes), dim=2).reshape(n, k // 32 * 34).contiguous()
+
+
+def test_q8_0_re_laid_straight_from_its_blocks_is_the_same_bytes():
+    """A Q8_0 file's matrix is re-laid from its blocks, without splitting codes and scales first."""
+    matrix = q8_0_matrix(48, 256, seed=34)
+    laid = QuantMatrix.interleaved_q8_0(q8_0_blocks(matrix), (48, 256))
+    assert laid.kind == "q8_0x16" and laid.shape == (48, 256)
+    assert torch.equal(laid.codes, matrix.interleaved().codes)
+
+
+@pytest.mark.parametrize("blocks, shape", [(torch.zeros(48, 270, dtype=torch.uint8), (48, 256)),  # wrong width
+                                           (torch.zeros(8, 272, dtype=torch.uint8), (8, 256)),  # half a tile
+                                           (torch.zeros(16, 272, dtype=torch.int8), (16, 256))])  # not bytes
+def test_q8_0_blocks_of_the_wrong_form_are_refused(blocks, shape):
+    with pytest.raises(ValueError, match="Q8_0 blocks of a"):
+        QuantMatrix.interleaved_q8_0(blocks, shape)
+
+
 def test_int8_with_fp32_scales_is_not_interleaved():
     matrix = q8_0_matrix(16, 64, seed=33, scales_dtype=torch.float32)
     assert not matrix.interleavable

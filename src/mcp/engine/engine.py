@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from mcp.base.errors import ConfigError, ModelFormatError
+from mcp.engine import kernels
 from mcp.engine.layers.linear import PackedLinear, interleave_for_integer_dots
 from mcp.engine.models import model_class
 from mcp.engine.options import EngineOptions
@@ -55,7 +56,8 @@ class NativeEngine:
 
     def __init__(self, model_file: ModelFile, options: EngineOptions = EngineOptions()) -> None:
         try:
-            self._build(model_file, options)
+            with kernels.heap_for_loading():
+                self._build(model_file, options)
         except ModelFormatError as exc:  # e.g. the tokenizer's or chat template's: name the file
             if str(model_file.path) in str(exc):
                 raise

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from mcp.engine.kernels import QuantMatrix, release_pages
+from mcp.engine.kernels import TILE_ROWS, QuantMatrix, release_pages
 from mcp.engine.layers.embedding import Embedding
 from mcp.engine.layers.linear import Int4Linear, Int8Linear, Linear, NativeLinear
 from mcp.engine.precision import BLOCK_KERNELS, DOT_DIGITS, NATIVE_KERNELS, SENSITIVE, TORCH_DTYPES, ResolvedPlan
@@ -67,15 +67,21 @@ class ModelWeights:
         options = {"bias": bias, "prefill_dtype": TORCH_DTYPES[plan.prefill.removeprefix("dense-")],
                    "cache_dense": self._cache_prefill, "decode_max_rows": self._plan.decode_max_rows}
         if plan.decode in NATIVE_KERNELS:
-            # int8 dots leave the sensitive output head exact; two digits are fine enough for it
-            dots = self._plan.decode_dots
-            x_digits = DOT_DIGITS["exact" if dots == "int8" and name in SENSITIVE else dots]
-            return NativeLinear(self._quant_matrix(self._specs[name]), x_digits=x_digits, **options)
+            matrix = self._quant_matrix(self._specs[name])
+            if name not in SENSITIVE:  # held by its layer alone: a fused matrix's copy replaces the parts
+                self._quant.pop(name, None)
+            return NativeLinear(matrix, x_digits=self._digits(name), **options)
         if plan.decode == "int8pack":
             codes, scales = int8.quantize(self._dense_value(self._specs[name], torch.float32))
             return Int8Linear(codes, scales, **options)
         packed, scale_zero = self._int4(self._specs[name])
         return Int4Linear(packed, scale_zero, layout=int4pack.torch_layout(), **options)
+
+    def _digits(self, name: str) -> int:
+        """The int8 digits the native kernels quantize activations to for ``name`` (0: exact
+        dots); int8 dots leave the sensitive output head exact, two digits are fine enough for it."""
+        dots = self._plan.decode_dots
+        return DOT_DIGITS["exact" if dots == "int8" and name in SENSITIVE else dots]
 
     def _dense_value(self, spec: TensorSpec, dtype: torch.dtype) -> torch.Tensor:
         stored = self._file.tensor(spec.name)
@@ -111,6 +117,10 @@ class ModelWeights:
                 matrix = QuantMatrix(spec.encoding, stored, None)
             elif spec.encoding == INT8_ENCODING:
                 matrix = QuantMatrix("int8", stored, self._file.tensor(spec.name + QPARAMS_SUFFIX))
+            elif spec.encoding == "q8_0" and self._digits(spec.name) and spec.shape[0] % TILE_ROWS == 0:
+                # integer dots: re-laid 16 rows at a time straight from the file's blocks
+                matrix = QuantMatrix.interleaved_q8_0(stored, spec.shape)
+                release_pages(stored)
             elif spec.encoding == "q8_0":  # codes and scales apart (a copy): the file's pages go back
                 matrix = QuantMatrix("int8", *int8.codes_from_q8_0(stored, spec.shape))
                 release_pages(stored)

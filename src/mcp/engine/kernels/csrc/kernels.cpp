@@ -607,6 +607,14 @@ bool set_isa(const char* name) {
 // Two: the same q1, then the remainder x - q1 * (max|x| / 127), at most half that step, in
 // steps 128 times finer: d = max|x| / (127 * 128), q2 = round(remainder / d) in -64..64, and
 // x ~ d * (128 * q1 + q2) to within d / 2 (15 bits, 128 times finer than one digit).
+// nearbyint(v) for |v| < 2^22 in the default rounding mode (to nearest, ties to even): the
+// same value, by adding and taking away 1.5 * 2^23, which the compiler vectorizes where a
+// call to libm's nearbyintf (this file is built for baseline x86-64) would not be.
+static inline float round_even(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (v + kMagic) - kMagic;
+}
+
 void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, float* d) {
   const int64_t plane = M * K;
   for (int64_t i = 0; i < M * (K / kGroup); ++i) {
@@ -618,10 +626,10 @@ void quantize_rows(const float* x, int64_t M, int64_t K, int digits, int8_t* q, 
     d[i] = digits == 2 ? step / 128.0f : step;
     const float fine_inverse = inverse * 128.0f;
     for (int j = 0; j < kGroup; ++j) {
-      const float high = std::clamp(std::nearbyint(group[j] * inverse), -127.0f, 127.0f);
+      const float high = std::clamp(round_even(group[j] * inverse), -127.0f, 127.0f);
       q[i * kGroup + j] = static_cast<int8_t>(high);
       if (digits == 2) {
-        const float low = std::nearbyint((group[j] - high * step) * fine_inverse);
+        const float low = round_even((group[j] - high * step) * fine_inverse);
         q[plane + i * kGroup + j] = static_cast<int8_t>(std::clamp(low, -127.0f, 127.0f));
       }
     }

@@ -78,7 +78,8 @@ PyObject* py_dequantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   Py_RETURN_NONE;
 }
 
-// interleave16(source kind, blocks, scales, N, K, out): Q4_0/Q4_1/Q4_K/Q6_K/int8 rows -> their x16 kind
+// interleave16(source kind, blocks, scales, N, K, out): Q4_0/Q4_1/Q4_K/Q5/Q6_K/int8 rows -> their x16 kind
+// (int8 with scales 0: GGUF's Q8_0 blocks, the scale inside each)
 PyObject* py_interleave16(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   long long v[6];
   if (!read_ints(args, nargs, 6, v)) return nullptr;

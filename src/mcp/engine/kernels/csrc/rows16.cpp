@@ -66,6 +66,7 @@ constexpr int64_t kQ4_0Group = 32 + kNibbleBytes, kQ4_1Group = 64 + kNibbleBytes
 constexpr int64_t kQ4KGroup = 32 + kNibbleBytes, kQ4KBlock = 64 + 8 * kQ4KGroup;
 constexpr int64_t kQ6KGroup = 32 + kNibbleBytes + 128, kQ6KBlock = 32 + 8 * kQ6KGroup;
 constexpr int64_t kQ8Group = 32 + 8 * kChunkBytes;
+constexpr int64_t kQ8_0Block = 34;  // GGUF's Q8_0 block: fp16 d | 32 int8 codes
 constexpr int64_t kFifthBytes = 64;  // 16 rows' fifth-bit words
 constexpr int64_t kQ5_0Group = 32 + kNibbleBytes + kFifthBytes, kQ5_1Group = 64 + kNibbleBytes + kFifthBytes;
 constexpr int64_t kQ5KGroup = 32 + kNibbleBytes + kFifthBytes, kQ5KBlock = 64 + 8 * kQ5KGroup;
@@ -609,11 +610,12 @@ void interleave_row(WeightKind source, const uint8_t* row, const uint16_t* scale
     }
     return;
   }
-  if (source == WeightKind::kInt8) {  // codes [K], fp16 scales [K / 32]
+  if (source == WeightKind::kInt8) {  // codes [K], fp16 scales [K / 32]; no scales: GGUF's Q8_0 blocks
     for (int64_t g = 0; g < K / kGroup; ++g) {
       uint8_t* p = tile + g * kQ8Group;
-      std::memcpy(p + 2 * r, scales + g, 2);
-      for (int c = 0; c < 8; ++c) std::memcpy(p + 32 + c * kChunkBytes + r * 4, row + g * kGroup + 4 * c, 4);
+      const uint8_t* codes = scales == nullptr ? row + g * kQ8_0Block + 2 : row + g * kGroup;
+      std::memcpy(p + 2 * r, scales == nullptr ? row + g * kQ8_0Block : reinterpret_cast<const uint8_t*>(scales + g), 2);
+      for (int c = 0; c < 8; ++c) std::memcpy(p + 32 + c * kChunkBytes + r * 4, codes + 4 * c, 4);
     }
     return;
   }
@@ -718,7 +720,7 @@ void interleave16(WeightKind source, const uint8_t* blocks, const uint16_t* scal
     case WeightKind::kQ5_0: kind = WeightKind::kQ5_0x16, row_bytes = K / kGroup * 22; break;
     case WeightKind::kQ5_1: kind = WeightKind::kQ5_1x16, row_bytes = K / kGroup * 24; break;
     case WeightKind::kQ5K: kind = WeightKind::kQ5Kx16, row_bytes = K / 256 * 176; break;
-    case WeightKind::kInt8: kind = WeightKind::kQ8_0x16, row_bytes = K; break;
+    case WeightKind::kInt8: kind = WeightKind::kQ8_0x16, row_bytes = scales == nullptr ? K / kGroup * kQ8_0Block : K; break;
     default: kind = WeightKind::kQ6Kx16, row_bytes = K / 256 * 210;
   }
   const int64_t bytes = tile_bytes(kind, K);
