@@ -9,6 +9,12 @@ times with the process's CPU time instead of the wall clock, which a core shared
 processes still measures fairly. Numbers, not a pass/fail test.
 
     .venv/bin/python benchmarks/x16_kernels.py [--rows 2048] [--cols 8192] [--repeats 40] [--cpu-time]
+    .venv/bin/python benchmarks/x16_kernels.py --activations 16,37,64,256 --cpu-time
+
+``--activations``: products of that many activation rows at once (16 sequences' decode step, a
+37-token prompt, prefill chunks) instead: multiply-adds a second of the x16 int8x2 kernel
+against what the prefill path runs above ``decode_max_rows`` rows (the matrix dequantized to
+bf16, then torch's bf16 GEMM), on the best build, with the ratio.
 """
 
 from __future__ import annotations
@@ -59,11 +65,15 @@ def main() -> None:
     parser.add_argument("--cols", type=int, default=8192)
     parser.add_argument("--repeats", type=int, default=40)
     parser.add_argument("--cpu-time", action="store_true", help="time with process CPU time (a shared machine)")
+    parser.add_argument("--activations", help="comma-separated activation row counts: the many-row comparison")
     args = parser.parse_args()
     if args.rows % kernels.TILE_ROWS or args.cols % 256:
         parser.error(f"--rows must be a multiple of {kernels.TILE_ROWS} and --cols of 256")
     torch.set_num_threads(1)
     clock = time.process_time if args.cpu_time else time.perf_counter
+    if args.activations:
+        many_rows(args, [int(m) for m in args.activations.split(",")], clock)
+        return
     best = kernels.isa()
     builds = [name for name in ("avx512", "avx2") if _supported(name)] or ["scalar"]
     print(f"{args.rows} x {args.cols}, one row, one thread, {'CPU' if args.cpu_time else 'wall'} time, "
@@ -81,6 +91,34 @@ def main() -> None:
                 print(f"{kind:6} {build:7} {exact:10.1f} {fast:16.1f} {fast / exact:11.2f}x", flush=True)
     finally:
         kernels.set_isa(best)
+
+
+def many_rows(args, counts: list[int], clock) -> None:
+    print(f"{args.rows} x {args.cols}, M activation rows, one thread, {kernels.isa()} build, "
+          f"{'CPU' if args.cpu_time else 'wall'} time, best of {args.repeats}; G multiply-adds / s")
+    print(f"{'kind':6} {'M':>5} {'x16 int8x2':>11} {'bf16 dequant + GEMM':>20} {'x16 / bf16':>11}")
+    rng = np.random.default_rng(0)
+    for kind in KINDS:
+        matrix, _ = random_matrix(kind, args.rows, args.cols, rng)
+        laid = matrix.interleaved()
+        dense = torch.empty(args.rows, args.cols, dtype=torch.bfloat16)
+        for m in counts:
+            x = torch.randn(m, args.cols)
+            x16 = best_time(lambda: laid.matmul(x, x_digits=2), args.repeats, clock)
+            xb = x.to(torch.bfloat16)
+            bf16 = best_time(lambda: torch.mm(xb, matrix.dequantize_rows(0, args.rows, dense).t()), args.repeats, clock)
+            macs = m * args.rows * args.cols / 1e9
+            print(f"{kind:6} {m:5d} {macs / x16:11.1f} {macs / bf16:20.1f} {bf16 / x16:10.2f}x", flush=True)
+
+
+def best_time(run, repeats: int, clock) -> float:
+    run()
+    times = []
+    for _ in range(max(3, repeats // 8)):
+        start = clock()
+        run()
+        times.append(clock() - start)
+    return min(times)
 
 
 def _supported(name: str) -> bool:

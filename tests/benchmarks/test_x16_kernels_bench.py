@@ -29,3 +29,13 @@ def test_a_small_run_prints_every_kind_with_both_speeds_and_the_ratio():
 def test_a_shape_the_tiles_cannot_take_is_refused():
     done = run("--rows", "24")
     assert done.returncode == 2 and "--rows must be a multiple of 16" in done.stderr
+
+
+def test_the_many_row_comparison_prints_each_kind_and_row_count_with_the_ratio():
+    done = run("--rows", "32", "--cols", "512", "--repeats", "2", "--cpu-time", "--activations", "3,20")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()
+            if re.match(r"^q\d_\w+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+x$", line)]
+    assert sorted((row[0], int(row[1])) for row in rows) == sorted(
+        (kind, m) for kind in ("q4_0", "q4_1", "q4_k", "q5_0", "q5_1", "q5_k", "q6_k", "q8_0") for m in (3, 20))
+    assert all(float(row[2]) > 0 and float(row[3]) > 0 for row in rows)
