@@ -59,7 +59,10 @@ DECODE_MAX_ROWS_NATIVE_AMX = 40
 # two met between 160 and 256. AVX512-BF16 without AMX (AMD EPYC Zen 4, 2026-12-05, the two
 # limits alternated in one process): the 37-token chat prompt 66 against 96 ms, 49 tokens
 # 73 against 97, 110 tokens 157-169 against 165-191, and at 196 tokens the bf16 GEMM won (265
-# against 324). They run up to 128 rows on both.
+# against 324). They run up to 128 rows on both. On Zen 5, whose bf16 runs at int8's rate, one
+# 2048 x 8192 product (benchmarks/x16_kernels.py --activations) ties between 64 and 128 rows
+# (x16 int8x2 ~140 G multiply-adds/s, the dequantized bf16 GEMM 120 at 64 rows and ~160 at
+# 128): the limit stays, for the exact weights and int8x2's quality up to it.
 DECODE_MAX_ROWS_NATIVE_NO_AMX = 128
 # The native kernel of each GGUF block kind read as stored (mcp.engine.kernels.BLOCK_KINDS).
 BLOCK_KERNELS = {kind: f"mcp-{kind}" for kind in kernels.BLOCK_KINDS}
