@@ -52,7 +52,7 @@ int mcp_api_version(void);
  * request, MCP_ERR_UNSUPPORTED_MODEL also a model format error). */
 typedef enum mcp_status {
     MCP_OK = 0,
-    MCP_ERR_MCP = 1,                /* an MCPError of no more specific class below */
+    MCP_ERR_MCP = 1,                /* MCPError: an MCP error of no more specific class below */
     MCP_ERR_CONFIG = 2,             /* ConfigError: a config file or value is wrong */
     MCP_ERR_MODEL_NOT_FOUND = 3,    /* ModelNotFoundError: no such model path or catalog name */
     MCP_ERR_MODEL_FORMAT = 4,       /* ModelFormatError: corrupt, truncated or foreign model file */
@@ -68,7 +68,7 @@ typedef enum mcp_status {
     MCP_ERR_WORKER_UNAVAILABLE = 14,/* WorkerUnavailableError: an isolated worker crashed */
     MCP_ERR_RUNTIME = 15,           /* libmcp could not start its interpreter or import mcp.runtime */
     MCP_ERR_INTERNAL = 16,          /* an unexpected error inside the runtime (a bug: please report) */
-    MCP_ERR_ARGUMENT = 17           /* a C argument is wrong (a NULL handle or out-pointer) */
+    MCP_ERR_ARGUMENT = 17           /* ArgumentError: a C argument is wrong (a NULL pointer, options not initialised) */
 } mcp_status;
 
 /* The message of the last failed call on this thread ("" when none). Valid until the next call

@@ -17,6 +17,7 @@ type Model struct {
 	handle  *C.mcp_model
 	calls   sync.Mutex
 	running map[*C.mcp_cancel]struct{} // cancel signals of the calls under way
+	closing bool                       // Unload has begun: no new call starts
 }
 
 func newModel(handle *C.mcp_model) *Model {
@@ -63,6 +64,7 @@ func (m *Model) Chat(ctx context.Context, messages []Message, opts ...Option) (*
 // return an *Error of code ErrInvalidRequest. Unloading twice is a no-op.
 func (m *Model) Unload() error {
 	m.calls.Lock()
+	m.closing = true
 	for cancel := range m.running {
 		C.mcp_cancel_fire(cancel)
 	}
@@ -134,8 +136,12 @@ func (m *Model) track() (*C.mcp_cancel, error) {
 		return nil, err
 	}
 	m.calls.Lock()
+	defer m.calls.Unlock()
+	if m.closing {
+		C.mcp_cancel_free(cancel)
+		return nil, errUnloaded()
+	}
 	m.running[cancel] = struct{}{}
-	m.calls.Unlock()
 	return cancel, nil
 }
 

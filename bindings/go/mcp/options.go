@@ -15,7 +15,9 @@ type Option func(*callInput)
 func MaxTokens(n int) Option { return func(in *callInput) { in.options.max_tokens = C.int32_t(n) } }
 
 // Temperature of sampling; 0 is greedy.
-func Temperature(t float64) Option { return func(in *callInput) { in.options.temperature = C.double(t) } }
+func Temperature(t float64) Option {
+	return func(in *callInput) { in.options.temperature = C.double(t) }
+}
 
 // TopP keeps the smallest set of tokens whose probabilities sum to p.
 func TopP(p float64) Option { return func(in *callInput) { in.options.top_p = C.double(p) } }
@@ -53,7 +55,9 @@ func SLOClass(class string) Option {
 }
 
 // Tenant names whose fair share the request counts against.
-func Tenant(tenant string) Option { return func(in *callInput) { in.options.tenant = in.cString(tenant) } }
+func Tenant(tenant string) Option {
+	return func(in *callInput) { in.options.tenant = in.cString(tenant) }
+}
 
 // Timeout ends the request with finish reason "deadline" after d (the engine's own deadline;
 // a context deadline cancels the call instead).
