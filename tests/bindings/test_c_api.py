@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bindings_build import child_env
+from bindings_build import ROOT, child_env
 
 
 def run(binary: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
@@ -58,3 +58,20 @@ def test_an_interpreter_without_the_package_is_named(c_programs, smollm2_auto_mc
                           text=True, timeout=60, env=env)
     assert done.returncode == 1
     assert "cannot import mcp.runtime" in done.stderr and "install mcp2026" in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+def test_the_c_quickstart_builds_with_pkg_config_and_answers(libmcp: Path, smollm2_auto_mcp: Path,
+                                                              tmp_path: Path) -> None:
+    """examples/c/quickstart.c, built as docs/bindings.md says, run in a folder with its config."""
+    flags = subprocess.run(["pkg-config", "--cflags", "--libs", str(libmcp / "mcp.pc")], check=True,
+                           capture_output=True, text=True).stdout.split()
+    assert f"-I{ROOT / 'include'}" in flags and "-lmcp" in flags
+    binary = tmp_path / "quickstart"
+    subprocess.run(["cc", str(ROOT / "examples" / "c" / "quickstart.c"), *flags, "-o", str(binary)], check=True)
+    config = (ROOT / "examples" / "mcp-config.yaml").read_text()
+    (tmp_path / "mcp-config.yaml").write_text(
+        config.replace("runtime:\n", f"runtime:\n  model_dir: {smollm2_auto_mcp.parent}\n", 1))
+    done = subprocess.run([str(binary)], cwd=tmp_path, capture_output=True, text=True, timeout=600, env=child_env())
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.split()) > 20, done.stdout  # sampled (temperature 0.7): the words vary

@@ -161,8 +161,31 @@ func TestModelNotFoundAndUnloadedModel(t *testing.T) {
 	defer session.Close()
 	_, err = session.LoadModel("/nonexistent/model.mcp")
 	var mcpErr *mcp.Error
-	if !errors.As(err, &mcpErr) || mcpErr.Code != mcp.ErrModelNotFound {
-		t.Fatalf("want ErrModelNotFound, got %v", err)
+	if !errors.As(err, &mcpErr) || mcpErr.Code != mcp.ErrModelNotFound || !strings.Contains(mcpErr.Message, "model.mcp") {
+		t.Fatalf("want ErrModelNotFound naming the file, got %v", err)
+	}
+	name := os.Getenv("MCP_TEST_MODEL")
+	if name == "" {
+		name = "smollm2-135m-instruct"
+	}
+	second, err := session.LoadModel(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := second.Stream(context.Background(), "Write a long story about a dragon.", mcp.MaxTokens(2000), mcp.Temperature(0))
+	<-stream.Deltas()
+	if err := second.Unload(); err != nil { // cancels the stream under way, then frees the model
+		t.Fatal(err)
+	}
+	if result, err := stream.Result(); err != nil || result.FinishReason != "cancelled" {
+		t.Fatalf("want the stream cancelled by Unload, got %+v, %v", result, err)
+	}
+	_, err = second.Infer(context.Background(), "hi")
+	if !errors.As(err, &mcpErr) || mcpErr.Code != mcp.ErrInvalidRequest || !strings.Contains(mcpErr.Message, "unloaded") {
+		t.Fatalf("want ErrInvalidRequest after Unload, got %v", err)
+	}
+	if err := second.Unload(); err != nil {
+		t.Fatalf("a second Unload is a no-op, got %v", err)
 	}
 }
 
@@ -205,4 +228,29 @@ func TestManyGoroutinesBatchInOneEngineLoop(t *testing.T) {
 	if after.MaxSequencesInStep < 2 || after.NumFinished-before.NumFinished != n {
 		t.Fatalf("want batched steps and %d more finished, got %+v (before %+v)", n, after, before)
 	}
+}
+
+// The benchmarks benchmarks/bindings_overhead.py reads: a 1-token greedy call (ns/op), and the
+// time per token of 32-token streams (ns/token).
+func BenchmarkInferOneToken(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if _, err := model.Infer(context.Background(), "The capital of France is", mcp.MaxTokens(1), mcp.Temperature(0), mcp.Raw()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkStreamToken(b *testing.B) {
+	tokens, start := 0, time.Now()
+	for i := 0; i < b.N; i++ {
+		stream := model.Stream(context.Background(), "Once upon a time", mcp.MaxTokens(32), mcp.Temperature(0), mcp.Raw())
+		for range stream.Deltas() {
+		}
+		result, err := stream.Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		tokens += len(result.TokenIDs)
+	}
+	b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(tokens), "ns/token")
 }

@@ -18,10 +18,11 @@ type Model struct {
 	calls   sync.Mutex
 	running map[*C.mcp_cancel]struct{} // cancel signals of the calls under way
 	closing bool                       // Unload has begun: no new call starts
+	unload  chan struct{}              // closed when Unload begins: streams stop handing out deltas
 }
 
 func newModel(handle *C.mcp_model) *Model {
-	return &Model{handle: handle, running: map[*C.mcp_cancel]struct{}{}}
+	return &Model{handle: handle, running: map[*C.mcp_cancel]struct{}{}, unload: make(chan struct{})}
 }
 
 // Usage counts a result's tokens.
@@ -64,6 +65,9 @@ func (m *Model) Chat(ctx context.Context, messages []Message, opts ...Option) (*
 // return an *Error of code ErrInvalidRequest. Unloading twice is a no-op.
 func (m *Model) Unload() error {
 	m.calls.Lock()
+	if !m.closing {
+		close(m.unload)
+	}
 	m.closing = true
 	for cancel := range m.running {
 		C.mcp_cancel_fire(cancel)

@@ -13,6 +13,7 @@ type Stream struct {
 	once   sync.Once
 	done   chan struct{}
 	ctx    context.Context
+	unload <-chan struct{} // the model's: closed when Unload begins
 	result *Result
 	err    error
 }
@@ -28,7 +29,8 @@ func (m *Model) ChatStream(ctx context.Context, messages []Message, opts ...Opti
 }
 
 func (m *Model) startStream(ctx context.Context, in *callInput) *Stream {
-	s := &Stream{deltas: make(chan string, 64), stop: make(chan struct{}), done: make(chan struct{}), ctx: ctx}
+	s := &Stream{deltas: make(chan string, 64), stop: make(chan struct{}), done: make(chan struct{}), ctx: ctx,
+		unload: m.unload}
 	go func() {
 		defer close(s.done)
 		defer close(s.deltas)
@@ -38,7 +40,8 @@ func (m *Model) startStream(ctx context.Context, in *callInput) *Stream {
 }
 
 // deliver is the C callback's side: a delta goes to the reader unless the stream was
-// cancelled or its context ended.
+// cancelled, its context ended or its model is being unloaded (Unload must not wait on a
+// reader that is not reading).
 func (s *Stream) deliver(delta string) bool {
 	select {
 	case s.deltas <- delta:
@@ -46,6 +49,8 @@ func (s *Stream) deliver(delta string) bool {
 	case <-s.stop:
 		return false
 	case <-s.ctx.Done():
+		return false
+	case <-s.unload:
 		return false
 	}
 }
