@@ -32,6 +32,26 @@ static void must(mcp_status status) {
     }
 }
 
+/* The median of a call refused by the option check (temperature -1): the SDK's own work for a
+ * call without the engine's, so what libmcp adds shows. */
+static double refused_call(mcp_model *model, int runs) {
+    mcp_infer_options options;
+    mcp_infer_options_init(&options);
+    options.temperature = -1;
+    double *took = calloc(runs, sizeof *took);
+    for (int i = 0; i < runs; i++) {
+        mcp_result *result;
+        double start = now();
+        if (mcp_infer(model, "The capital of France is", &options, &result) != MCP_ERR_INVALID_REQUEST)
+            must(MCP_ERR_INTERNAL);
+        took[i] = now() - start;
+    }
+    qsort(took, runs, sizeof *took, by_value);
+    double median = took[runs / 2];
+    free(took);
+    return median;
+}
+
 int main(int argc, char **argv) {
     if (argc != 4) {
         fprintf(stderr, "usage: bench MODEL NUM_CALLS STREAM_TOKENS\n");
@@ -69,6 +89,7 @@ int main(int argc, char **argv) {
     qsort(one, num_calls, sizeof *one, by_value);
     qsort(per_token, num_calls, sizeof *per_token, by_value);
     printf("one_token_ms %.3f\nstream_token_ms %.3f\n", one[num_calls / 2] * 1e3, per_token[num_calls / 2] * 1e3);
+    printf("refused_call_ms %.4f\n", refused_call(model, 2000) * 1e3);
     free(one);
     free(per_token);
     must(mcp_model_unload(model));
