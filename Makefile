@@ -10,7 +10,7 @@ MODEL  := smollm2-135m-instruct
 EXTRAS ?= test
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test test-fast test-cuda install clean
+.PHONY: demo test test-fast test-cuda test-bindings install libmcp clean
 
 # torch first, pinned by constraints/cpu.txt, so no dependency range can pull another build.
 # The editable install also compiles the native CPU kernels (setup.py), again when their sources change.
@@ -36,7 +36,21 @@ $(TEST_STAMP): $(STAMP) .ci/llama-cpp-wheel .ci/tpm
 mcp-config.yaml:
 	cp examples/mcp-config.yaml $@
 
-demo: $(STAMP) mcp-config.yaml
+# libmcp: the C API (include/mcp/mcp.h) embedding this venv's Python, and its pkg-config file
+# build/libmcp/mcp.pc (docs/bindings.md). The Go package links it from there.
+LIBMCP := build/libmcp/libmcp.so
+$(LIBMCP): $(STAMP) include/mcp/mcp.h $(wildcard bindings/c/*)
+	bash bindings/c/build.sh $(BIN)/python build/libmcp
+
+libmcp: $(LIBMCP)
+
+build/examples/c-quickstart: examples/c/quickstart.c $(LIBMCP)
+	mkdir -p build/examples
+	$(CC) -std=gnu11 -O2 -Wall -Iinclude $< -Lbuild/libmcp -lmcp -Wl,-rpath,$(CURDIR)/build/libmcp -o $@
+
+# The quickstarts: `.venv/bin/python examples/quickstart.py`, `build/examples/c-quickstart`,
+# `go run ./examples/go/quickstart` (Go from Debian's golang-go).
+demo: $(STAMP) mcp-config.yaml build/examples/c-quickstart
 	$(BIN)/mcp2026 inspect --plan $$($(BIN)/mcp2026 pull $(MODEL))
 	$(BIN)/python examples/quickstart.py
 
@@ -46,8 +60,14 @@ demo: $(STAMP) mcp-config.yaml
 # The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
 # The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
 # The image test builds the Dockerfile: .ci/container starts a Docker daemon and makes its base image.
+# The C and Go bindings: .ci/go installs Go; libmcp is built, then `go test` (also -race) runs
+# the Go package's tests, and pytest's tests/bindings build and run the C test programs.
 # --durations lists the 25 slowest tests, to keep an eye on the suite's time on 2 cores.
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(LIBMCP)
+	bash .ci/go
+	go vet ./...
+	go test -count=1 ./...
+	go test -count=1 -race ./bindings/...
 	bash .ci/postgres
 	bash .ci/ops-tools
 	bash .ci/container
@@ -55,6 +75,12 @@ test: $(TEST_STAMP)
 	bash .ci/browser
 	bash .ci/openssl
 	$(BIN)/python -m pytest -q --durations=25
+
+test-bindings: $(TEST_STAMP) $(LIBMCP)
+	bash .ci/go
+	go test -count=1 ./...
+	go test -count=1 -race ./bindings/...
+	$(BIN)/python -m pytest -q tests/bindings
 
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not cuda"

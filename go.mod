@@ -1,0 +1,3 @@
+module mcp2026
+
+go 1.19
