@@ -33,8 +33,12 @@ KEYS = {"no key": None, "user key": USER_KEY, "admin key": ADMIN_KEY}
 LIMITED = {"max_tokens", "max_completion_tokens", "n", "prompt", "messages", "window", "max_output_tokens", "input"}
 # Rules across fields that a static schema does not state: a tool_choice naming a function not in
 # tools (or forcing a call with none), tools and the legacy functions both, two tools of one name.
+# A grammar, regex or schema that the grammar engine cannot compile (a random string is rarely a
+# Lark grammar) is refused by what it says, which no static schema states either.
 CROSS_FIELD = {"tool_choice": ("not in tools", "no tools"), "function_call": ("legacy form",),
-               "functions": ("legacy form",), "tools": ("same function twice",)}
+               "functions": ("legacy form",), "tools": ("same function twice",),
+               "response_format": ("cannot be compiled",), "text": ("cannot be compiled",),
+               "logit_bias": ("token ids are at most",)}  # the key pattern takes 10 digits, past 2**31 - 1
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 

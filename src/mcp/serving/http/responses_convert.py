@@ -67,12 +67,12 @@ def conversation(body: r.ResponseCreateRequest) -> list[dict]:
     if isinstance(body.input, str):
         messages.append({"role": "user", "content": body.input})
     else:
-        for index, item in enumerate(body.input):
-            _add_item(messages, index, item)
+        for item in body.input:
+            _add_item(messages, item)
     return _joined_leading_system(messages)
 
 
-def _add_item(messages: list[dict], index: int, item: r.InputItem) -> None:
+def _add_item(messages: list[dict], item: r.InputItem) -> None:
     if isinstance(item, r.MessageItem):
         role = "system" if item.role == "developer" else item.role
         messages.append({"role": role, "content": _text(item.content)})
@@ -84,9 +84,6 @@ def _add_item(messages: list[dict], index: int, item: r.InputItem) -> None:
         else:
             messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
     else:
-        if item.call_id is None:
-            raise FieldError(f"input[{index}] is a function_call_output with no call_id; name the call it answers",
-                             f"input[{index}].call_id")
         message = {"role": "tool", "tool_call_id": item.call_id, "content": _text(item.output)}
         if item.name:
             message["name"] = item.name

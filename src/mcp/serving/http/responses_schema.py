@@ -107,7 +107,7 @@ class FunctionCallOutputItem(_Request):
 
     type: Literal["function_call_output"]
     output: Content
-    call_id: Text | None = None
+    call_id: Text  # optional in OpenAI's schema (it can match stored calls); required here: nothing is stored
     id: Text | None = None
     status: Status | None = None
     name: Text | None = None
