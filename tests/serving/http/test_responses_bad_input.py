@@ -54,6 +54,11 @@ def test_not_json_and_not_an_object(smollm2_server):
     assert missing.status_code == 400 and missing.json()["error"]["param"] == "input"
 
 
+def test_a_bad_slo_class_header_is_named(smollm2_server):
+    reply = httpx.post(smollm2_server.url + "/v1/responses", json=OK, headers={"x-sla-class": "urgent"}, timeout=60)
+    assert reply.status_code == 400 and reply.json()["error"]["param"] == "x-sla-class"
+
+
 def test_still_serving_after_bad_input(smollm2_server):
     reply = httpx.post(smollm2_server.url + "/v1/responses", json=OK, timeout=60)
     assert reply.status_code == 200 and reply.json()["output"][0]["content"][0]["text"]
