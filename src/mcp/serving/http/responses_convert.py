@@ -90,7 +90,7 @@ def _add_item(messages: list[dict], item: r.InputItem) -> None:
         messages.append(message)
 
 
-def _text(content: str | list[r.ContentPart]) -> str:
+def _text(content: str | list[r.InputContentPart]) -> str:
     return content if isinstance(content, str) else "".join(part.content for part in content)
 
 

@@ -30,8 +30,8 @@ def message_item(item_id_: str, text: str, status: w.Status) -> w.OutputMessage:
     return w.OutputMessage(id=item_id_, status=status, content=[w.OutputText(text=text)])
 
 
-def call_item(call: ToolCall, status: w.Status = "completed", arguments: str | None = None) -> w.FunctionCall:
-    return w.FunctionCall(id="fc_" + call.id.removeprefix("call_"), call_id=call.id, name=call.name,
+def call_item(call: ToolCall, status: w.Status = "completed", arguments: str | None = None) -> w.OutputFunctionCall:
+    return w.OutputFunctionCall(id="fc_" + call.id.removeprefix("call_"), call_id=call.id, name=call.name,
                           arguments=call.arguments if arguments is None else arguments, status=status)
 
 
@@ -44,9 +44,9 @@ def status_of(result: InferResult | None, answer: ParsedAnswer | None) -> tuple[
     return "incomplete", w.IncompleteDetails(reason=_INCOMPLETE[result.finish_reason])  # type: ignore[arg-type]
 
 
-def output_of(answer: ParsedAnswer, status: w.Status) -> list[w.OutputMessage | w.FunctionCall]:
+def output_of(answer: ParsedAnswer, status: w.Status) -> list[w.OutputMessage | w.OutputFunctionCall]:
     """The answer's items: its text (if any, or if it made no call), then its calls."""
-    items: list[w.OutputMessage | w.FunctionCall] = []
+    items: list[w.OutputMessage | w.OutputFunctionCall] = []
     if answer.content or not answer.tool_calls:
         items.append(message_item(item_id("msg"), answer.content or "", status))
     items.extend(call_item(call) for call in answer.tool_calls)

@@ -37,7 +37,7 @@ Status = Literal["in_progress", "completed", "incomplete"]
 
 
 def _text_parts_only(schema: dict) -> None:
-    """What the schema promises: text parts (a media part is a 400 in words, see ContentPart)."""
+    """What the schema promises: text parts (a media part is a 400 in words, see InputContentPart)."""
     text = {"type": "object", "required": ["type", "text"], "additionalProperties": False, "properties": {
         "type": {"enum": ["input_text", "output_text"]}, "text": {"type": "string"},
         "annotations": {"type": "array"}, "logprobs": {"type": "array"}, "prompt_cache_breakpoint": {"type": "object"}}}
@@ -47,7 +47,7 @@ def _text_parts_only(schema: dict) -> None:
     schema.update({"oneOf": [text, refusal]})
 
 
-class ContentPart(_Request):
+class InputContentPart(_Request):
     """A text part of an input item (``input_text``, an earlier answer's ``output_text``, a
     ``refusal``); a media part is parsed only to be refused in words ("this model takes no images")."""
 
@@ -60,7 +60,7 @@ class ContentPart(_Request):
     prompt_cache_breakpoint: JsonObject | None = None  # a hosted prompt-cache hint: no effect here
 
     @model_validator(mode="after")
-    def _text_parts_are_text(self) -> ContentPart:
+    def _text_parts_are_text(self) -> InputContentPart:
         if self.type in _MEDIA:
             raise ValueError(f"an {self.type} part: this model takes no {_MEDIA[self.type]}; send text parts only")
         if self.model_extra:
@@ -75,7 +75,7 @@ class ContentPart(_Request):
         return self.refusal if self.type == "refusal" else self.text or ""  # type: ignore[return-value]
 
 
-Content = Text | Annotated[list[ContentPart], Field(max_length=256)]
+Content = Text | Annotated[list[InputContentPart], Field(max_length=256)]
 
 
 class MessageItem(_Request):

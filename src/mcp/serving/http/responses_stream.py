@@ -27,7 +27,7 @@ class ResponseStream:
         self.reply, self.echo = reply, echo
         tools = reply.generation.tools
         self.tool_stream = tools.stream() if tools.active else None
-        self.output: list[w.OutputMessage | w.FunctionCall] = []  # finished items
+        self.output: list[w.OutputMessage | w.OutputFunctionCall] = []  # finished items
         self.message_id: str | None = None  # the open message item
         self.text = ""
         self.number = 0
@@ -115,7 +115,7 @@ class ResponseStream:
         self.output.append(item)
 
     def _last(self, result: InferResult | None) -> bytes:
-        called = any(isinstance(item, w.FunctionCall) for item in self.output)
+        called = any(isinstance(item, w.OutputFunctionCall) for item in self.output)
         status, incomplete = ("completed", None) if called else render.status_of(result, None)
         kind = "response.completed" if status == "completed" else "response.incomplete"
         return self._event(w.LifecycleEvent, type=kind, response=self.echo.response(

@@ -41,7 +41,7 @@ class OutputMessage(_Wire):
     content: list[OutputText]
 
 
-class FunctionCall(_Wire):
+class OutputFunctionCall(_Wire):
     id: str
     type: Literal["function_call"] = "function_call"
     call_id: str
@@ -50,7 +50,7 @@ class FunctionCall(_Wire):
     status: Status
 
 
-OutputItem = Annotated[OutputMessage | FunctionCall, Field(discriminator="type")]
+OutputItem = Annotated[OutputMessage | OutputFunctionCall, Field(discriminator="type")]
 
 
 class InputTokensDetails(_Wire):
