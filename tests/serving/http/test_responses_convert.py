@@ -68,3 +68,14 @@ def test_a_forced_choice_has_a_grammar_per_family_and_auto_none():
 def test_a_schema_the_engine_cannot_compile_leaves_the_textual_start():
     broken = Tool("f", None, {"type": "object", "properties": {"x": {"$ref": "#/definitions/missing"}}})
     assert tool_call_grammar("fallback", [broken], ToolChoice("required")) is None
+
+
+def test_the_accepted_fields_are_the_published_list_and_our_extensions():
+    from openai.types.responses.response_create_params import ResponseCreateParamsBase
+
+    from mcp.serving.http import responses_fields as published
+
+    accepted = {field.alias or name for name, field in ResponseCreateRequest.model_fields.items()}
+    assert accepted == published.FIELDS | published.EXTENSIONS
+    assert published.FIELDS <= set(ResponseCreateParamsBase.__annotations__) | {"stream"}
+    assert published.IGNORED | published.STATEFUL <= published.FIELDS
