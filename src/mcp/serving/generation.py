@@ -17,10 +17,12 @@ import anyio
 import anyio.to_thread
 
 from mcp.base.result import InferResult
+from mcp.engine.grammar import ResponseFormat
 from mcp.engine.sequence import StepOutput
 from mcp.runtime.stream import TextStream
 from mcp.serving.host import ModelVersion
 from mcp.serving.request import ServingRequest
+from mcp.serving.tools.grammar_hook import tool_call_grammar
 from mcp.serving.tools.plan import ToolPlan
 from mcp.serving.tools.prompt import ToolPrompt, family_of, tool_prompt
 
@@ -46,6 +48,7 @@ class Generation:
     version: ModelVersion
     tools: ToolPlan
     streams: list[TextStream] = field(default_factory=list)
+    tool_format: ResponseFormat | None = None  # the grammar that forces a call (tool_choice required or named)
 
     @classmethod
     async def start(cls, version: ModelVersion, request: ServingRequest) -> Generation:
@@ -63,6 +66,8 @@ class Generation:
                 rendered = self._rendered(prompt.messages, request) if prompt.messages is not None else None
                 for j in range(request.n):
                     params = request.sampling.resolve(model.defaults, choice=j)
+                    if self.tool_format is not None:  # a forced call: its grammar, not the text format
+                        params = replace(params, response_format=self.tool_format)
                     if rendered is None:
                         self.streams.append(model.start_stream(prompt.text or "", params, scheduling))
                     else:
@@ -73,10 +78,14 @@ class Generation:
             raise
 
     def _rendered(self, messages, request: ServingRequest) -> ToolPrompt:
-        """The conversation with the request's tools, as the model's template family takes them;
-        the plan keeps the forced call's start (the parser puts it back in front)."""
+        """The conversation with the request's tools, as the model's template family takes them.
+        A forced call is written under its grammar from the turn's first token; where no grammar
+        compiles, the plan keeps the forced call's start (the parser puts it back in front)."""
         rendered = tool_prompt(messages, request.tools, request.tool_choice, self.tools.family,
                                request.template_kwargs)
+        self.tool_format = tool_call_grammar(self.tools.family, request.tools, request.tool_choice)
+        if self.tool_format is not None:
+            rendered = replace(rendered, continuation="")
         self.tools = replace(self.tools, continuation=rendered.continuation)
         return rendered
 

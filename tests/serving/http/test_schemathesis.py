@@ -30,11 +30,15 @@ pytestmark = pytest.mark.slow
 ADMIN_KEY, USER_KEY = "schema-admin-key-01", "schema-user-key-02"
 KEYS = {"no key": None, "user key": USER_KEY, "admin key": ADMIN_KEY}
 # The fields whose limit is configuration or the model's: a schema-valid value may go over it.
-LIMITED = {"max_tokens", "max_completion_tokens", "n", "prompt", "messages", "window"}
+LIMITED = {"max_tokens", "max_completion_tokens", "n", "prompt", "messages", "window", "max_output_tokens", "input"}
 # Rules across fields that a static schema does not state: a tool_choice naming a function not in
 # tools (or forcing a call with none), tools and the legacy functions both, two tools of one name.
+# A grammar, regex or schema that the grammar engine cannot compile (a random string is rarely a
+# Lark grammar) is refused by what it says, which no static schema states either.
 CROSS_FIELD = {"tool_choice": ("not in tools", "no tools"), "function_call": ("legacy form",),
-               "functions": ("legacy form",), "tools": ("same function twice",)}
+               "functions": ("legacy form",), "tools": ("same function twice",),
+               "response_format": ("cannot be compiled",), "text": ("cannot be compiled",),
+               "logit_bias": ("token ids are at most",)}  # the key pattern takes 10 digits, past 2**31 - 1
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
@@ -92,7 +96,7 @@ def _headers(key: str | None) -> dict[str, str]:
 def test_every_operation_passes_every_check(api_schema, key):
     # Driven by hand (not schemathesis' pytest plugin, whose fixture loader fails on this pytest).
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 8  # /v1/models[/{id}], chat, completions, /health, /ready, GET and POST /admin/models
+    assert len(operations) == 9  # /v1/models[/{id}], chat, completions, responses, /health, /ready, GET and POST /admin/models
     for operation in operations:
         @settings(FAST, max_examples=12 * SCALE)
         @given(case=operation.as_strategy())
@@ -116,6 +120,18 @@ def test_streamed_events_match_the_documented_event_schema(api_schema, path, bod
     response = case.call_and_validate(headers=_headers(USER_KEY), excluded_checks=[positive_data_acceptance])
     assert response.headers["content-type"][0].startswith("text/event-stream")
     assert response.text.rstrip().endswith("data: [DONE]")
+
+
+def test_streamed_responses_events_match_the_documented_event_schema(api_schema):
+    # The Responses API's stream: `event:` names and `data:` JSON, ending with response.completed
+    # or response.incomplete (no [DONE]).
+    operation = api_schema["/v1/responses"]["POST"]
+    case = operation.Case(body={"model": "tiny", "input": "Hi", "stream": True, "max_output_tokens": 3},
+                          media_type="application/json")
+    response = case.call_and_validate(headers=_headers(USER_KEY), excluded_checks=[positive_data_acceptance])
+    assert response.headers["content-type"][0].startswith("text/event-stream")
+    assert response.text.rstrip().split("\n\n")[-1].startswith(("event: response.completed",
+                                                                  "event: response.incomplete"))
 
 
 def test_stateful_sequences_pass_every_check(linked_schema):

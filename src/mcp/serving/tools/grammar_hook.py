@@ -1,11 +1,12 @@
-"""Where the grammar engine will force a tool call (issue 31 item 1, branch ``api-structured``).
+"""Where the grammar engine forces a tool call (issue 31 item 2).
 
-``tool_call_grammar`` takes the offered tools' JSON Schemas (and whether one function is named)
-and returns the grammar that constrains decoding so that the answer is a call that parses and
-whose arguments validate. Until the grammar engine lands it returns ``None``: a forced choice is
-then served by starting the assistant's turn with the call's opening text (``prompt.continuation``)
-and by parsing and validating what the model wrote (``parse.py``, ``validate_arguments``); an
-answer that is no valid call stays text.
+``tool_call_grammar`` takes the offered tools and a forced choice (``required``, or one function
+by name) and returns the format that constrains decoding so that the answer is one call, in the
+template family's format, that parses and whose arguments validate against the tool's JSON
+Schema (llguidance, ``engine/grammar.py``: ``json_schemas_format``). The answer then starts
+from the assistant's turn itself (no ``prompt.continuation``): the grammar writes the opening
+text. A tool whose schema the engine cannot compile falls back to the continuation and the
+parser (``parse.py``, ``validate_arguments``): an answer that is no valid call stays text.
 """
 
 from __future__ import annotations
@@ -15,11 +16,37 @@ from typing import Any
 
 import jsonschema
 
+from mcp.base.errors import InvalidRequestError
+from mcp.engine.grammar import ResponseFormat, json_schemas_format
+from mcp.serving.tools.prompt import Family
+from mcp.serving.tools.spec import Tool, ToolChoice
 
-def tool_call_grammar(schemas: Sequence[Mapping[str, Any]], named: str | None = None) -> Any | None:
-    """The grammar that forces one call of these functions (``{"name", "parameters"}`` each);
-    ``None`` while no grammar engine is wired in."""
-    return None
+# The text around one call, per family (parse.py reads each back). Mistral's [TOOL_CALLS] is a
+# special token a grammar cannot write as text: the bare array parses too.
+_WRAPS: dict[str, tuple[str, str]] = {"hermes": ("<tool_call>\n", "\n</tool_call>"),
+                                      "fallback": ("<tool_call>", "</tool_call>"),
+                                      "mistral": ("[", "]"), "llama3": ("", "")}
+
+
+def tool_call_grammar(family: Family, tools: Sequence[Tool], choice: ToolChoice) -> ResponseFormat | None:
+    """The format that forces one call of the offered tools, or ``None`` when the choice does not
+    force a call (or a tool's schema cannot be compiled)."""
+    if not choice.forced:
+        return None
+    key = "parameters" if family == "llama3" else "arguments"
+    schemas = [_call_schema(tool, key) for tool in tools if choice.name in (None, tool.name)]
+    prefix, suffix = _WRAPS[family]
+    try:
+        return json_schemas_format(schemas, prefix=prefix, suffix=suffix, strict=False)
+    except InvalidRequestError:
+        return None
+
+
+def _call_schema(tool: Tool, key: str) -> dict[str, Any]:
+    """One call of ``tool`` as JSON: its name, then its arguments (in that order)."""
+    return {"type": "object", "properties": {"name": {"const": tool.name},
+                                             key: dict(tool.parameters) or {"type": "object"}},
+            "required": ["name", key], "additionalProperties": False}
 
 
 def validate_arguments(arguments: Any, schema: Mapping[str, Any]) -> str | None:
