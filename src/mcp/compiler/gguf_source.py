@@ -181,10 +181,13 @@ def _architecture(
 
 
 def _gemma3_fields(count, head_dim: int) -> dict[str, Any]:
-    """Gemma 3's window: its size from the file, the rest as llama.cpp fixes it for the architecture."""
+    """Gemma 3's window: its size from the file, the rest as llama.cpp fixes it for the
+    architecture (attention scaled by head_dim ** -0.5, but by (hidden / heads) ** -0.5 in the
+    62-layer 27B, whose query_pre_attn_scalar is 168)."""
+    scalar = count("embedding_length") // count("attention.head_count") if count("block_count") == 62 else head_dim
     return {"sliding_window": count("attention.sliding_window"),
             "sliding_window_pattern": GEMMA3_SLIDING_WINDOW_PATTERN,
-            "rope_local_theta": GEMMA3_ROPE_LOCAL_THETA, "query_pre_attn_scalar": float(head_dim)}
+            "rope_local_theta": GEMMA3_ROPE_LOCAL_THETA, "query_pre_attn_scalar": float(scalar)}
 
 
 def gguf_count(path: Path, key: str, value: Any) -> int:
