@@ -80,7 +80,13 @@ def _assert_matches(engine, hf_model, hf_greedy):
     assert generated == hf_greedy(hf_model, IDS[:40], 16)
 
 
-def test_hf_folder_compiles_to_gemma3_with_its_window(engine):
+def test_hf_folder_compiles_to_gemma3_with_its_window(engine, hf_folder, tmp_path):
+    from mcp.modelfile.inspect import describe
+
+    compile_model(hf_folder, tmp_path / "tiny.mcp", precision="source")
+    with open_model(tmp_path / "tiny.mcp") as model_file:
+        text = describe(model_file, show_plan=False, show_tensors=False)
+    assert "sliding window   16 tokens, 5 local layers to 1 global" in text and "local RoPE       theta 10000" in text
     arch = engine.header.architecture
     assert (arch.architecture, arch.sliding_window, arch.sliding_window_pattern) == ("gemma3", WINDOW, 6)
     assert (arch.rope_theta, arch.rope_local_theta, arch.query_pre_attn_scalar) == (1e6, 1e4, 48.0)
@@ -167,3 +173,22 @@ def _gguf_name(name: str) -> str | None:
         return {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}[name]
     _, _, index, rest = name.split(".", 3)
     return f"blk.{index}.{_GGUF_NAMES[rest.removesuffix('.weight')]}.weight"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"layer_types": ["full_attention"] + ["sliding_attention"] * (LAYERS - 1)},
+     "layer_types must repeat 0 sliding layers then one full layer"),
+    ({"hidden_activation": "silu"}, "hidden_activation 'silu' is not supported"),
+    ({"final_logit_softcapping": 30.0}, "final_logit_softcapping is not supported"),
+])
+def test_hf_gemma3_configs_the_engine_cannot_run_are_refused(hf_folder, tmp_path, change, message):
+    import json
+
+    from mcp.base.errors import UnsupportedModelError
+
+    folder = tmp_path / "changed"
+    shutil.copytree(hf_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(UnsupportedModelError, match=message):
+        compile_model(folder, tmp_path / "changed.mcp")
