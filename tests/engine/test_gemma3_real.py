@@ -78,3 +78,9 @@ def test_run_raw_prints_the_greedy_continuation_of_transformers(engine, gguf_pat
                "--max-tokens", "16", "--temperature", "0"]
     printed = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert printed.rstrip("\n") == hf_tokenizer.decode(theirs.tolist())
+
+
+def test_the_auto_plan_steps_on_torch(gguf_path):
+    with open_model(catalog.pull("gemma3-270m")) as model_file:
+        engine = NativeEngine(model_file, EngineOptions(device="cpu"))
+    assert engine.plan.decode_step == "torch"  # the native step is the Llama family's (models/llama_step.py)
