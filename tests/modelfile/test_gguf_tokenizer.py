@@ -327,11 +327,32 @@ def test_bert_vocabulary_is_unsupported(tmp_path):
         tokenizer_spec_from_gguf(gguf.GGUFReader(str(path)))
 
 
-def test_gemma_sentencepiece_is_unsupported(tmp_path):
+def test_gemma2_sentencepiece_is_unsupported(tmp_path):
+    path = _write_gguf(tmp_path / "g.gguf", ["<unk>", "<s>", "</s>", "a"], [2, 3, 3, 1], model="llama",
+                       architecture="gemma2", token_scores=[0.0] * 4)
+    with pytest.raises(UnsupportedModelError, match=r"vocabulary of a 'gemma2' GGUF is not supported"):
+        tokenizer_spec_from_gguf(gguf.GGUFReader(str(path)))
+
+
+def test_gemma3_vocabulary_without_a_bos_token_is_a_format_error(tmp_path):
     path = _write_gguf(tmp_path / "g.gguf", ["<unk>", "<s>", "</s>", "a"], [2, 3, 3, 1], model="llama",
                        architecture="gemma3", token_scores=[0.0] * 4)
-    with pytest.raises(UnsupportedModelError, match=r"vocabulary of a 'gemma3' GGUF is not supported"):
+    with pytest.raises(ModelFormatError, match=r"the Gemma vocabulary has no <bos> or <eos> token"):
         tokenizer_spec_from_gguf(gguf.GGUFReader(str(path)))
+
+
+def test_gemma3_vocabulary_spells_space_runs_and_names_its_special_tokens(tmp_path):
+    from tokenizers import Tokenizer
+
+    tokens = ["<pad>", "<eos>", "<bos>", "<unk>", "<end_of_turn>", "  ", "a", "b", "ab", "\u2581", "\u2581a"]
+    types = [3, 3, 3, 2, 3, 4, 1, 1, 1, 1, 1]
+    path = _write_gguf(tmp_path / "g.gguf", tokens, types, model="llama", architecture="gemma3",
+                       token_scores=[0.0] * len(tokens), bos_token_id=1, eos_token_id=1)  # one id for all, as some files do
+    spec = tokenizer_spec_from_gguf(gguf.GGUFReader(str(path)))
+    assert (spec.bos_token_id, spec.eos_token_ids, spec.pad_token_id, spec.add_bos_token) == (2, (1, 4), 0, True)
+    tokenizer = Tokenizer.from_str(spec.tokenizer_json)
+    assert tokenizer.encode("ab  a", add_special_tokens=False).ids == [8, 5, 6]  # no prefix space; "  " is ▁▁
+    assert "<start_of_turn>" in spec.chat_template
 
 
 def test_gguf_without_tokenizer_is_a_format_error(tmp_path):

@@ -6,7 +6,12 @@ which is already torch ``Linear`` layout (out, in); block types come as uint8
 ``[rows, row_bytes]``, the ``.mcp`` stored shape. For GGUF architecture "llama" llama.cpp's
 converter permuted the rows of Q and K (its RoPE pairs adjacent elements); they are put back
 in Hugging Face (rotate_half) order here, which works on whole rows, so blocks stay intact.
-"qwen2" GGUFs are not permuted by llama.cpp and are taken as they are.
+"qwen2" and "gemma3" GGUFs are not permuted by llama.cpp and are taken as they are.
+
+Gemma 3 ("gemma3"): four norms a layer and q/k norms, named as Hugging Face names them; the
+GGUF's norm weights already hold Gemma's ``(1 + w)`` multiplier, which is what the ``.mcp``
+stores. The file does not record the layer pattern or the local layers' RoPE base: llama.cpp
+fixes them for the architecture (every 6th layer global, base 10000), and so does this reader.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, TokenizerSpec, stored_shape
 from mcp.modelfile.validate import MAX_DIM, check_architecture
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3")
 TENSOR_ENCODINGS = {
     GGMLQuantizationType.F32: "f32",
     GGMLQuantizationType.F16: "f16",
@@ -61,6 +66,16 @@ _LAYER_NAMES = {
     "ffn_up.weight": "mlp.up_proj.weight",
     "ffn_down.weight": "mlp.down_proj.weight",
 }
+_GEMMA3_LAYER_NAMES = {
+    **_LAYER_NAMES,
+    "attn_q_norm.weight": "self_attn.q_norm.weight",
+    "attn_k_norm.weight": "self_attn.k_norm.weight",
+    "post_attention_norm.weight": "post_attention_layernorm.weight",
+    "ffn_norm.weight": "pre_feedforward_layernorm.weight",
+    "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
+}
+GEMMA3_SLIDING_WINDOW_PATTERN = 6  # llama.cpp's LLM_ARCH_GEMMA3 (and transformers' Gemma3TextConfig)
+GEMMA3_ROPE_LOCAL_THETA = 10000.0
 _LAYER_PATTERN = re.compile(r"blk\.(\d+)\.(.+)")
 _REQUIRED = object()
 
@@ -77,7 +92,7 @@ def load_gguf(path: Path) -> SourceModel:
     by_name = {t.name: t for t in reader.tensors}
     architecture = _architecture(path, reader, arch_name, by_name)
     permuted = arch_name == "llama"
-    tensors = tuple(_source_tensor(path, t, architecture, permuted) for t in reader.tensors)
+    tensors = tuple(_source_tensor(path, t, architecture, permuted, arch_name) for t in reader.tensors)
     return SourceModel(
         name=path.name,
         format="gguf",
@@ -144,7 +159,7 @@ def _architecture(
     if not isinstance(tokens, list):
         raise ModelFormatError(f"{path}: GGUF metadata tokenizer.ggml.tokens must be an array of strings")
     architecture = ArchitectureConfig(
-        architecture="llama",
+        architecture="gemma3" if arch == "gemma3" else "llama",
         variant=arch,
         vocab_size=len(tokens),
         hidden_size=hidden,
@@ -159,9 +174,20 @@ def _architecture(
         tie_word_embeddings="output.weight" not in by_name,
         attention_bias="blk.0.attn_q.bias" in by_name,
         rope_scaling=_rope_scaling(path, get, "rope_freqs.weight" in by_name),
+        **(_gemma3_fields(count, head_dim) if arch == "gemma3" else {}),
     )
     check_architecture(architecture, str(path), len(by_name))
     return architecture
+
+
+def _gemma3_fields(count, head_dim: int) -> dict[str, Any]:
+    """Gemma 3's window: its size from the file, the rest as llama.cpp fixes it for the
+    architecture (attention scaled by head_dim ** -0.5, but by (hidden / heads) ** -0.5 in the
+    62-layer 27B, whose query_pre_attn_scalar is 168)."""
+    scalar = count("embedding_length") // count("attention.head_count") if count("block_count") == 62 else head_dim
+    return {"sliding_window": count("attention.sliding_window"),
+            "sliding_window_pattern": GEMMA3_SLIDING_WINDOW_PATTERN,
+            "rope_local_theta": GEMMA3_ROPE_LOCAL_THETA, "query_pre_attn_scalar": float(scalar)}
 
 
 def gguf_count(path: Path, key: str, value: Any) -> int:
@@ -206,20 +232,22 @@ def _rope_scaling(path: Path, get, has_freq_factors: bool) -> RopeScaling | None
     return RopeScaling(kind="linear", factor=factor) if kind else None
 
 
-def mcp_name(path: Path, gguf_name: str) -> str:
+def mcp_name(path: Path, gguf_name: str, arch_name: str = "llama") -> str:
     """The Hugging Face name of a GGUF tensor; an unknown one is an ``UnsupportedModelError``."""
     if gguf_name in _GLOBAL_NAMES:
         return _GLOBAL_NAMES[gguf_name]
+    names = _GEMMA3_LAYER_NAMES if arch_name == "gemma3" else _LAYER_NAMES
     match = _LAYER_PATTERN.fullmatch(gguf_name)
-    if match and match.group(2) in _LAYER_NAMES:
-        return f"model.layers.{match.group(1)}.{_LAYER_NAMES[match.group(2)]}"
-    raise UnsupportedModelError(f"{path}: tensor {gguf_name} has no place in a Llama-family model")
+    if match and match.group(2) in names:
+        return f"model.layers.{match.group(1)}.{names[match.group(2)]}"
+    family = "Gemma 3" if arch_name == "gemma3" else "Llama-family"
+    raise UnsupportedModelError(f"{path}: tensor {gguf_name} has no place in a {family} model")
 
 
 def _source_tensor(
-    path: Path, tensor: ReaderTensor, arch: ArchitectureConfig, permuted: bool
+    path: Path, tensor: ReaderTensor, arch: ArchitectureConfig, permuted: bool, arch_name: str
 ) -> SourceTensor:
-    name = mcp_name(path, tensor.name)
+    name = mcp_name(path, tensor.name, arch_name)
     encoding = TENSOR_ENCODINGS.get(tensor.tensor_type)
     if encoding is None:
         raise UnsupportedModelError(

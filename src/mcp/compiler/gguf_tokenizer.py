@@ -10,6 +10,8 @@ A GGUF carries no ``tokenizer.json``: it stores the vocabulary under llama.cpp's
   is prepended to the text and to every fragment after a special token, as sentencepiece,
   llama.cpp and those models' own ``tokenizer.json`` do.
 
+- ``llama`` in a Gemma 3 GGUF: SentencePiece BPE as Gemma spells it (``gemma_tokenizer.py``).
+
 Control tokens become special added tokens and user-defined tokens plain added tokens, so
 both are matched whole in the text. BOS/EOS insertion is not part of the serialization: the
 runtime tokenizer adds them from ``TokenizerSpec.add_bos_token`` / ``add_eos_token``.
@@ -28,7 +30,7 @@ from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.modelfile.spec import TokenizerSpec
 
 _KEYS = gguf.Keys.Tokenizer
-_NORMAL, _UNKNOWN, _CONTROL, _USER_DEFINED, _UNUSED, _BYTE = (int(t) for t in gguf.TokenType)
+NORMAL, _UNKNOWN, _CONTROL, USER_DEFINED, _UNUSED, _BYTE = (int(t) for t in gguf.TokenType)
 _SPACE = "\u2581"  # sentencepiece's visible space
 
 # llama.cpp's pre-tokenizer regexes (llama-vocab.cpp), grouped by the `tokenizer.ggml.pre` names.
@@ -48,11 +50,12 @@ _PRE_FAMILIES = {
 }
 _PRE_FAMILY = {name: family for family, names in _PRE_FAMILIES.items() for name in names}
 # Sentencepiece variants whose files need rules we do not implement (respelled spaces, merge order).
-_UNSUPPORTED_SPM_ARCHITECTURES = ("gemma", "gemma2", "gemma3", "gemma3n", "gemma4")
+GEMMA_ARCHITECTURES = ("gemma3",)  # SentencePiece as Gemma spells it (gemma_tokenizer.py)
+_UNSUPPORTED_SPM_ARCHITECTURES = ("gemma", "gemma2", "gemma3n", "gemma4")
 
 
 @dataclass(frozen=True)
-class _Vocabulary:
+class Vocabulary:
     tokens: list[str]
     types: list[int]
     scores: list[float] | None
@@ -68,7 +71,7 @@ class _Vocabulary:
 
 def tokenizer_spec_from_gguf(reader: gguf.GGUFReader) -> TokenizerSpec:
     """The tokenizer, special tokens and chat template of a GGUF file."""
-    model = _read(reader, _KEYS.MODEL)
+    model = read(reader, _KEYS.MODEL)
     if model is None:
         raise ModelFormatError(
             f"{_source(reader)}: the GGUF has no tokenizer ({_KEYS.MODEL} is missing); "
@@ -76,44 +79,48 @@ def tokenizer_spec_from_gguf(reader: gguf.GGUFReader) -> TokenizerSpec:
         )
     vocab = _read_vocabulary(reader)
     if model == "gpt2":
-        tokenizer = _byte_level_tokenizer(vocab, _read(reader, _KEYS.PRE) or "default")
+        tokenizer = _byte_level_tokenizer(vocab, read(reader, _KEYS.PRE) or "default")
+    elif model == "llama" and read(reader, gguf.Keys.General.ARCHITECTURE) in GEMMA_ARCHITECTURES:
+        from mcp.compiler.gemma_tokenizer import gemma_spec  # it builds on this module
+
+        return gemma_spec(reader, vocab)
     elif model == "llama":
         _check_spm_architecture(reader)
-        tokenizer = _sentencepiece_tokenizer(vocab, bool(_read(reader, _KEYS.ADD_PREFIX, True)))
+        tokenizer = sentencepiece_tokenizer(vocab, bool(read(reader, _KEYS.ADD_PREFIX, True)))
     else:
         raise UnsupportedModelError(
             f"{_source(reader)}: GGUF tokenizer model {model!r} is not supported; supported are "
             "'gpt2' (byte-level BPE) and 'llama' (SentencePiece BPE). Compile the Hugging Face "
             "model folder (with its tokenizer.json) instead."
         )
-    _add_special_tokens(tokenizer, vocab, byte_level=model == "gpt2")
+    add_special_tokens(tokenizer, vocab, byte_level=model == "gpt2")
     return _spec(reader, tokenizer, vocab, sentencepiece=model == "llama")
 
 
 def _spec(
-    reader: gguf.GGUFReader, tokenizer: Tokenizer, vocab: _Vocabulary, sentencepiece: bool
+    reader: gguf.GGUFReader, tokenizer: Tokenizer, vocab: Vocabulary, sentencepiece: bool
 ) -> TokenizerSpec:
     # llama.cpp's defaults for a sentencepiece vocabulary that does not name its special tokens.
     bos_id = _token_id(reader, vocab, _KEYS.BOS_ID, 1 if sentencepiece else None)
     eos_id = _token_id(reader, vocab, _KEYS.EOS_ID, 2 if sentencepiece else None)
     end_ids = (eos_id, _token_id(reader, vocab, _KEYS.EOT_ID), _token_id(reader, vocab, _KEYS.EOM_ID))
-    add_bos = bool(_read(reader, _KEYS.ADD_BOS, sentencepiece))
+    add_bos = bool(read(reader, _KEYS.ADD_BOS, sentencepiece))
     if add_bos and bos_id is None:
         raise ModelFormatError(f"{_source(reader)}: the GGUF asks to add a BOS token but names none")
     return TokenizerSpec(
         tokenizer_json=tokenizer.to_str(),
-        chat_template=_read(reader, _KEYS.CHAT_TEMPLATE),
+        chat_template=read(reader, _KEYS.CHAT_TEMPLATE),
         bos_token=vocab.tokens[bos_id] if bos_id is not None else None,
         eos_token=vocab.tokens[eos_id] if eos_id is not None else None,
         bos_token_id=bos_id,
         eos_token_ids=tuple(dict.fromkeys(i for i in end_ids if i is not None)),
         pad_token_id=_token_id(reader, vocab, _KEYS.PAD_ID),
         add_bos_token=add_bos,
-        add_eos_token=bool(_read(reader, _KEYS.ADD_EOS, False)) and eos_id is not None,
+        add_eos_token=bool(read(reader, _KEYS.ADD_EOS, False)) and eos_id is not None,
     )
 
 
-def _byte_level_tokenizer(vocab: _Vocabulary, pre: str) -> Tokenizer:
+def _byte_level_tokenizer(vocab: Vocabulary, pre: str) -> Tokenizer:
     family = _PRE_FAMILY.get(pre)
     if family is None:
         raise UnsupportedModelError(
@@ -151,7 +158,7 @@ def _byte_level_pre_tokenizer(family: str) -> pre_tokenizers.PreTokenizer:
     )
 
 
-def _sentencepiece_tokenizer(vocab: _Vocabulary, add_space_prefix: bool) -> Tokenizer:
+def sentencepiece_tokenizer(vocab: Vocabulary, add_space_prefix: bool) -> Tokenizer:
     ids = vocab.ids()
     if vocab.merges is not None:
         merges = _split_merges(vocab.merges)
@@ -173,7 +180,7 @@ def _sentencepiece_tokenizer(vocab: _Vocabulary, add_space_prefix: bool) -> Toke
     return tokenizer
 
 
-def _merges_by_score(vocab: _Vocabulary) -> list[tuple[str, str]]:
+def _merges_by_score(vocab: Vocabulary) -> list[tuple[str, str]]:
     """Every split of a token into two tokens, best first: the merged token's score, then the
     longer left part; ties keep vocabulary order (the order transformers' converter gives)."""
     mergeable: dict[str, int] = {}
@@ -216,7 +223,7 @@ def _split_merges(merges: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def _add_special_tokens(tokenizer: Tokenizer, vocab: _Vocabulary, byte_level: bool) -> None:
+def add_special_tokens(tokenizer: Tokenizer, vocab: Vocabulary, byte_level: bool) -> None:
     """Control and unknown tokens become special added tokens, user-defined ones plain added
     tokens. In a byte-level vocabulary only tokens spelled in the byte alphabet qualify: the
     byte-level decoder could not turn any other spelling back into its text."""
@@ -227,7 +234,7 @@ def _add_special_tokens(tokenizer: Tokenizer, vocab: _Vocabulary, byte_level: bo
             continue
         if kind in (_CONTROL, _UNKNOWN):
             special.append(AddedToken(token, special=True, normalized=False))
-        elif kind == _USER_DEFINED:
+        elif kind == USER_DEFINED:
             plain.append(AddedToken(token, special=False, normalized=False))
     tokenizer.add_special_tokens(special)
     tokenizer.add_tokens(plain)
@@ -243,22 +250,22 @@ def byte_alphabet() -> dict[int, str]:
     return dict(sorted(alphabet.items()))
 
 
-def _read_vocabulary(reader: gguf.GGUFReader) -> _Vocabulary:
-    tokens = _read(reader, _KEYS.LIST)
+def _read_vocabulary(reader: gguf.GGUFReader) -> Vocabulary:
+    tokens = read(reader, _KEYS.LIST)
     if not tokens:
         raise ModelFormatError(f"{_source(reader)}: the GGUF has no {_KEYS.LIST}")
-    types = _read(reader, _KEYS.TOKEN_TYPE) or [_NORMAL] * len(tokens)
-    scores = _read(reader, _KEYS.SCORES)
+    types = read(reader, _KEYS.TOKEN_TYPE) or [NORMAL] * len(tokens)
+    scores = read(reader, _KEYS.SCORES)
     for name, values in ((_KEYS.TOKEN_TYPE, types), (_KEYS.SCORES, scores)):
         if values is not None and len(values) != len(tokens):
             raise ModelFormatError(
                 f"{_source(reader)}: {name} has {len(values)} entries for {len(tokens)} tokens"
             )
-    return _Vocabulary(tokens=tokens, types=types, scores=scores, merges=_read(reader, _KEYS.MERGES))
+    return Vocabulary(tokens=tokens, types=types, scores=scores, merges=read(reader, _KEYS.MERGES))
 
 
 def _check_spm_architecture(reader: gguf.GGUFReader) -> None:
-    architecture = _read(reader, gguf.Keys.General.ARCHITECTURE)
+    architecture = read(reader, gguf.Keys.General.ARCHITECTURE)
     if architecture in _UNSUPPORTED_SPM_ARCHITECTURES:
         raise UnsupportedModelError(
             f"{_source(reader)}: the sentencepiece vocabulary of a {architecture!r} GGUF is not "
@@ -267,9 +274,9 @@ def _check_spm_architecture(reader: gguf.GGUFReader) -> None:
 
 
 def _token_id(
-    reader: gguf.GGUFReader, vocab: _Vocabulary, key: str, default: int | None = None
+    reader: gguf.GGUFReader, vocab: Vocabulary, key: str, default: int | None = None
 ) -> int | None:
-    token_id = _read(reader, key, default)
+    token_id = read(reader, key, default)
     if token_id is not None and (type(token_id) is not int or not 0 <= token_id < len(vocab.tokens)):
         raise ModelFormatError(
             f"{_source(reader)}: {key} = {str(token_id)[:40]} is outside the vocabulary of {len(vocab.tokens)} tokens"
@@ -277,7 +284,7 @@ def _token_id(
     return token_id
 
 
-def _read(reader: gguf.GGUFReader, key: str, default: Any = None) -> Any:
+def read(reader: gguf.GGUFReader, key: str, default: Any = None) -> Any:
     field = reader.get_field(key)
     if field is None:
         return default

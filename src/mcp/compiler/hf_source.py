@@ -15,11 +15,12 @@ from safetensors import SafetensorError, safe_open
 
 from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.compiler.compiler import SourceModel, SourceTensor
+from mcp.compiler.hf_gemma3 import MODEL_TYPE, gemma3_architecture, gemma3_tensor, rope_parameters_of
 from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE)
 DTYPE_ENCODINGS = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
 INDEX_FILE = "model.safetensors.index.json"
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # buffers some old checkpoints saved
@@ -42,6 +43,8 @@ def load_hf_folder(folder: Path) -> SourceModel:
         )
     tensors = _tensors(folder, shards)
     architecture, recipe = _architecture(folder, config, {t.name for t in tensors})
+    if model_type == MODEL_TYPE:
+        tensors = [gemma3_tensor(t) for t in tensors]
     if architecture.tie_word_embeddings:
         tensors = [t for t in tensors if t.name != "lm_head.weight"]
     return SourceModel(
@@ -120,14 +123,14 @@ def _source_tensor(shard: Path, handle, name: str) -> SourceTensor:
 def _architecture(
     folder: Path, config: dict[str, Any], names: set[str]
 ) -> tuple[ArchitectureConfig, dict[str, str]]:
-    if config.get("hidden_act", "silu") != "silu":
+    if config.get("hidden_act", "silu") != "silu" and config.get("model_type") != MODEL_TYPE:
         raise UnsupportedModelError(
             f"{folder}: hidden_act {config['hidden_act']!r} is not supported (silu is)"
         )
     try:
         hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
         max_positions, recipe = _context_length(config)
-        arch = ArchitectureConfig(
+        fields = dict(
             architecture="llama",
             variant=config["model_type"],
             vocab_size=int(config["vocab_size"]),
@@ -144,6 +147,9 @@ def _architecture(
             attention_bias=config["model_type"] == "qwen2" or bool(config.get("attention_bias", False)),
             rope_scaling=_rope_scaling(folder, config),
         )
+        if config["model_type"] == MODEL_TYPE:
+            return gemma3_architecture(folder, config, fields, fields["rope_scaling"]), recipe
+        arch = ArchitectureConfig(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFormatError(f"{folder}/config.json: missing or bad value {exc!r}") from None
     return arch, recipe
@@ -151,6 +157,8 @@ def _architecture(
 
 def _rope_parameters(config: dict[str, Any]) -> dict[str, Any]:
     """transformers < 5 writes ``rope_theta`` + ``rope_scaling``; 5 writes ``rope_parameters``."""
+    if config.get("model_type") == MODEL_TYPE:
+        return rope_parameters_of(config)
     return dict(config.get("rope_parameters") or config.get("rope_scaling") or {})
 
 

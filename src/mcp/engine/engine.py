@@ -70,7 +70,8 @@ class NativeEngine:
         self.hardware = Hardware.detect(self.device, options.native_kernels)
         self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
                                           options.precision, options.precision_overrides,
-                                          options.cache_prefill_weights, options.decode_dots, options.native_step)
+                                          options.cache_prefill_weights, options.decode_dots,
+                                          options.native_step and header.architecture.architecture in NATIVE_STEP_FAMILIES)
         self.max_context = _max_context(header.architecture.max_position_embeddings, options.max_context)
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
         weights = ModelWeights(model_file, self.plan, self.device, options.cache_prefill_weights)
@@ -96,6 +97,9 @@ class NativeEngine:
         cache = sum(m.prefill_cache.nbytes for m in self.model.modules()
                     if isinstance(m, PackedLinear) and m.prefill_cache is not None)
         return WeightMemory(sum(tensors.values()), cache)
+
+
+NATIVE_STEP_FAMILIES = ("llama",)  # the families models/llama_step.py runs; the others step on torch
 
 
 def _max_context(model_context: int, cap: int | None) -> int:

@@ -69,7 +69,17 @@ def _architecture(header: ModelHeader) -> str:
         ("RoPE", rope),
         ("tied embeddings", _yes_no(arch.tie_word_embeddings)),
         ("QKV bias", _yes_no(arch.attention_bias)),
+        *_window_rows(arch),
     ])
+
+
+def _window_rows(arch) -> list[tuple[str, str]]:
+    """Gemma 3's local layers, where the model has them."""
+    if arch.sliding_window is None:
+        return []
+    pattern = arch.sliding_window_pattern
+    return [("sliding window", f"{arch.sliding_window} tokens, {pattern - 1} local layers to 1 global"),
+            ("local RoPE", f"theta {arch.rope_local_theta:g}")]
 
 
 def _tokenizer(tok: TokenizerSpec) -> str:

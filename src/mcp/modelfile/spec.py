@@ -68,7 +68,7 @@ class RopeScaling:
 class ArchitectureConfig:
     """Hyper-parameters of a Llama-family decoder."""
 
-    architecture: str  # family the engine runs: "llama"
+    architecture: str  # family the engine runs: "llama" or "gemma3"
     variant: str  # what the source called it: "llama", "mistral", "qwen2", "smollm2", ...
     vocab_size: int
     hidden_size: int
@@ -83,6 +83,12 @@ class ArchitectureConfig:
     tie_word_embeddings: bool
     attention_bias: bool = False
     rope_scaling: RopeScaling | None = None
+    # Gemma 3: every ``sliding_window_pattern``-th layer attends globally (RoPE base rope_theta),
+    # the others see the last ``sliding_window`` positions (RoPE base ``rope_local_theta``).
+    sliding_window: int | None = None
+    sliding_window_pattern: int | None = None
+    rope_local_theta: float | None = None
+    query_pre_attn_scalar: float | None = None  # attention scale is its -1/2 power (None: head_dim)
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from mcp.modelfile.spec import (
     TensorSpec,
 )
 
-SUPPORTED_ARCHITECTURES = ("llama",)
+SUPPORTED_ARCHITECTURES = ("llama", "gemma3")
 ROPE_SCALING_KINDS = ("llama3", "linear", "freq_factors")
 GROUP_SIZE = 32  # int4/int8 group along K (mcp.engine.quant.int4pack.GROUP_SIZE)
 INT4_ROW_ALIGN = 64  # int4 rows come in blocks of 64 in the widest kernel layout (int4pack.ROW_ALIGN)
@@ -154,6 +154,23 @@ def check_architecture(arch: ArchitectureConfig, source: str, num_tensors: int) 
         _positive(getattr(arch, name), source, f"architecture.{name}")
     if arch.rope_scaling is not None:
         _check_rope_scaling(arch, source)
+    _check_window(arch, source)
+
+
+def _check_window(arch: ArchitectureConfig, source: str) -> None:
+    """A sliding window, its layer pattern and the local RoPE base come together, all positive."""
+    window = (arch.sliding_window, arch.sliding_window_pattern, arch.rope_local_theta)
+    if all(value is None for value in window):
+        return
+    if any(value is None for value in window):
+        raise ModelFormatError(f"{source}: architecture.sliding_window, sliding_window_pattern and "
+                               "rope_local_theta must be given together")
+    for name in ("sliding_window", "sliding_window_pattern"):
+        if not 1 <= getattr(arch, name) <= MAX_POSITIONS:
+            raise ModelFormatError(f"{source}: architecture.{name} must be between 1 and {MAX_POSITIONS}")
+    _positive(arch.rope_local_theta, source, "architecture.rope_local_theta")
+    if arch.query_pre_attn_scalar is not None:
+        _positive(arch.query_pre_attn_scalar, source, "architecture.query_pre_attn_scalar")
 
 
 def _check_rope_scaling(arch: ArchitectureConfig, source: str) -> None:
@@ -214,6 +231,8 @@ def expected_tensor_shapes(arch: ArchitectureConfig) -> dict[str, tuple[int, ...
             if arch.attention_bias:
                 shapes[f"{layer}.self_attn.{proj}_proj.bias"] = (rows,)
         shapes[f"{layer}.self_attn.o_proj.weight"] = (hidden, q_rows)
+        if arch.architecture == "gemma3":
+            shapes.update(_gemma3_norm_shapes(layer, hidden, hd))
         shapes[f"{layer}.post_attention_layernorm.weight"] = (hidden,)
         shapes[f"{layer}.mlp.gate_proj.weight"] = (arch.intermediate_size, hidden)
         shapes[f"{layer}.mlp.up_proj.weight"] = (arch.intermediate_size, hidden)
@@ -224,6 +243,14 @@ def expected_tensor_shapes(arch: ArchitectureConfig) -> dict[str, tuple[int, ...
     if arch.rope_scaling is not None and arch.rope_scaling.kind == "freq_factors":
         shapes["model.rope_freqs"] = (hd // 2,)
     return shapes
+
+
+def _gemma3_norm_shapes(layer: str, hidden: int, head_dim: int) -> dict[str, tuple[int, ...]]:
+    """Gemma 3's norms beside Llama's (Hugging Face names): on queries and keys, before and
+    after the MLP; its ``post_attention_layernorm`` follows attention, before the residual."""
+    return {f"{layer}.self_attn.q_norm.weight": (head_dim,), f"{layer}.self_attn.k_norm.weight": (head_dim,),
+            f"{layer}.post_feedforward_layernorm.weight": (hidden,),
+            f"{layer}.pre_feedforward_layernorm.weight": (hidden,)}
 
 
 def companion_shapes(spec: TensorSpec) -> dict[str, tuple[tuple[int, ...], tuple[str, ...]]]:

@@ -167,6 +167,7 @@ class Attention(torch.nn.Module):
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.head_dim = head_dim
+        self.scale: float | None = None  # of q·k; None: SDPA's 1/sqrt(head_dim)
 
     def forward(
         self,
@@ -184,7 +185,8 @@ class Attention(torch.nn.Module):
         q = qk[:, :, :heads].transpose(1, 2)  # [B, H, T, D]
         k = qk[:, :, heads:].transpose(1, 2)  # [B, KVH, T, D]
         keys, values = cache.write(k, v.transpose(1, 2), inputs.slots, inputs.kv_len)  # [B, KVH, kv_len, D]
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=inputs.mask, enable_gqa=True)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=inputs.mask, enable_gqa=True,
+                                             scale=self.scale)
         return self.o_proj(out.transpose(1, 2).reshape(batch, length, -1))  # out: [B, H, T, D]
 
     def _project(
@@ -217,5 +219,6 @@ class Attention(torch.nn.Module):
         keys, values = cache.gather(group.blocks, group.kv_len)  # [B, KVH, kv_len, D]
         if keys.dtype != q.dtype:  # a cache of halves under fp32 activations: widened for SDPA
             keys, values = keys.to(q.dtype), values.to(q.dtype)
-        out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=group.mask, enable_gqa=True)
+        out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=group.mask, enable_gqa=True,
+                                             scale=self.scale)
         return out.transpose(1, 2).reshape(-1, heads, dim)  # out: [B, H, T, D]

@@ -75,6 +75,8 @@ class NativeDecodeStep:
 
 def unsupported(model: LlamaForCausalLM, storage: PagedKVStorage) -> str:
     """Why the native step cannot run ``model`` over ``storage``, or "" when it can."""
+    if type(model) is not LlamaForCausalLM:
+        return f"the native step runs the Llama family only, not {type(model).__name__}"
     if not kernels.available():
         return f"the native kernels are not built ({kernels.BUILD_ERROR})"
     if model.dtype != torch.float32 or storage.dtype not in (torch.float32, torch.float16):

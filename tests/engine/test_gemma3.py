@@ -1,0 +1,194 @@
+"""Gemma 3 against transformers fp32: a tiny random Gemma3ForCausalLM, compiled from its HF folder
+and from a GGUF written with the gguf package as llama.cpp lays one out.
+
+Seven layers with a window of 16 and 72-token prompts: the local layers' window, the one global
+layer, the two RoPE bases, q/k norms, the four norms a layer, GeGLU and the embedding scale all
+show in the logits. The paged engine loop (batched decode, prefix caching) must give each
+sequence transformers' greedy tokens.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from mcp.compiler.compiler import compile_model
+from mcp.engine.contiguous import contiguous_decoder
+from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.loop import EngineLoop
+from mcp.engine.loop_config import LoopConfig
+from mcp.engine.sampler import SamplingParams
+from mcp.modelfile.reader import open_model
+
+WINDOW, LAYERS, VOCAB = 16, 7, 49152
+IDS = [504, 3575, 282, 4649, 314, 28, 1073, 253, 1345, 30, 76, 355] * 6  # 72 tokens, past the window
+
+
+def _hf_model(query_pre_attn_scalar: int):
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+                              num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
+                              sliding_window=WINDOW, query_pre_attn_scalar=query_pre_attn_scalar)
+    model = Gemma3ForCausalLM(config).eval()
+    with torch.no_grad():  # Gemma's norms start at w = 0: perturb them so that each one counts
+        for name, param in model.named_parameters():
+            if "norm" in name:
+                param.add_(torch.randn_like(param) * 0.3)
+    return model
+
+
+@pytest.fixture(scope="module")
+def hf_model():
+    """A scale other than head_dim's, as an HF config may give (a GGUF cannot say it)."""
+    return _hf_model(48)
+
+
+@pytest.fixture(scope="module")
+def hf_folder(hf_model, smollm2_gguf, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("gemma3-hf")
+    hf_model.save_pretrained(folder, safe_serialization=True)
+    AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name).save_pretrained(folder)
+    return folder
+
+
+def _engine(source, out) -> NativeEngine:
+    compile_model(source, out, precision="source")  # fp32 tensors as they are
+    with open_model(out, verify=True) as model_file:
+        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+
+
+@pytest.fixture(scope="module")
+def engine(hf_folder, tmp_path_factory) -> NativeEngine:
+    return _engine(hf_folder, tmp_path_factory.mktemp("gemma3-mcp") / "tiny.mcp")
+
+
+def _assert_matches(engine, hf_model, hf_greedy):
+    with torch.inference_mode():
+        theirs = hf_model(torch.tensor([IDS])).logits[0].float()
+    ours = contiguous_decoder(engine).score(IDS)
+    assert (ours - theirs).abs().max().item() < 1e-5
+    params = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
+    generated = [step.token_id for step in contiguous_decoder(engine).generate(IDS[:40], params)]
+    assert generated == hf_greedy(hf_model, IDS[:40], 16)
+
+
+def test_hf_folder_compiles_to_gemma3_with_its_window(engine, hf_folder, tmp_path):
+    from mcp.modelfile.inspect import describe
+
+    compile_model(hf_folder, tmp_path / "tiny.mcp", precision="source")
+    with open_model(tmp_path / "tiny.mcp") as model_file:
+        text = describe(model_file, show_plan=False, show_tensors=False)
+    assert "sliding window   16 tokens, 5 local layers to 1 global" in text and "local RoPE       theta 10000" in text
+    arch = engine.header.architecture
+    assert (arch.architecture, arch.sliding_window, arch.sliding_window_pattern) == ("gemma3", WINDOW, 6)
+    assert (arch.rope_theta, arch.rope_local_theta, arch.query_pre_attn_scalar) == (1e6, 1e4, 48.0)
+    assert [layer.local for layer in engine.model.layers] == [True] * 5 + [False, True]
+
+
+def test_hf_folder_matches_transformers(engine, hf_model, hf_greedy):
+    _assert_matches(engine, hf_model, hf_greedy)
+
+
+def test_gguf_matches_transformers(hf_greedy, tmp_path):
+    hf_model = _hf_model(32)  # llama.cpp scales by head_dim ** -0.5 (but for the 27B)
+    path = tmp_path / "tiny-gemma3.gguf"
+    _write_gguf(hf_model, path)
+    _assert_matches(_engine(path, tmp_path / "tiny.mcp"), hf_model, hf_greedy)
+
+
+def test_engine_loop_batches_and_reuses_prefixes_with_transformers_tokens(engine, hf_model, hf_greedy):
+    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+    prompts = [IDS[:40], IDS[5:23], IDS[:3], IDS[:40] + [77, 78, 79]]  # the last shares two blocks
+    loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=1 << 22, enable_prefix_caching=True))
+    try:
+        first = loop.submit(prompts[0], params)
+        assert [s.token_id for s in first] == hf_greedy(hf_model, prompts[0], 12)
+        handles = [loop.submit(ids, params) for ids in prompts[1:]]
+        assert [[s.token_id for s in h] for h in handles] == [hf_greedy(hf_model, ids, 12) for ids in prompts[1:]]
+        assert handles[-1].outcome.num_cached_tokens == 32
+        assert loop.stats().max_sequences_in_step >= 2
+    finally:
+        loop.close()
+
+
+def test_gemma3_gguf_with_a_bad_window_is_refused(hf_model, tmp_path):
+    from mcp.base.errors import ModelFormatError
+
+    path = tmp_path / "bad.gguf"
+    _write_gguf(hf_model, path, window=0)
+    with pytest.raises(ModelFormatError, match="gemma3.attention.sliding_window must be an integer from 1"):
+        compile_model(path, tmp_path / "bad.mcp")
+
+
+_GGUF_NAMES = {"input_layernorm": "attn_norm", "post_attention_layernorm": "post_attention_norm",
+               "pre_feedforward_layernorm": "ffn_norm", "post_feedforward_layernorm": "post_ffw_norm",
+               "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm", "self_attn.q_proj": "attn_q",
+               "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+               "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+
+def _write_gguf(hf_model, path, window: int = WINDOW) -> None:
+    """The model as llama.cpp's converter writes a Gemma 3 GGUF: F32 tensors, norms as 1 + w,
+    Q/K rows as they are, and a Gemma-style SentencePiece vocabulary."""
+    config = hf_model.config
+    writer = gguf.GGUFWriter(path, "gemma3")
+    for add, value in ((writer.add_block_count, LAYERS), (writer.add_context_length, 256),
+                       (writer.add_embedding_length, 64), (writer.add_feed_forward_length, 128),
+                       (writer.add_head_count, 4), (writer.add_head_count_kv, 2), (writer.add_key_length, 32),
+                       (writer.add_value_length, 32), (writer.add_layer_norm_rms_eps, config.rms_norm_eps),
+                       (writer.add_rope_freq_base, 1e6), (writer.add_sliding_window, window)):
+        add(value)
+    tokens = ["<pad>", "<eos>", "<bos>", "<unk>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [gguf.TokenType.CONTROL] * 4 + [gguf.TokenType.BYTE] * 256
+    filler = VOCAB - len(tokens)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens + [f"t{i}" for i in range(filler)])
+    writer.add_token_types([int(t) for t in types] + [int(gguf.TokenType.NORMAL)] * filler)
+    writer.add_token_scores([0.0] * VOCAB)
+    for add, value in ((writer.add_bos_token_id, 2), (writer.add_eos_token_id, 1)):
+        add(value)
+    for name, tensor in hf_model.state_dict().items():
+        gguf_name = _gguf_name(name)
+        if gguf_name is not None:
+            value = tensor.float().numpy() + (1.0 if name.endswith("norm.weight") else 0.0)
+            writer.add_tensor(gguf_name, np.ascontiguousarray(value, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def _gguf_name(name: str) -> str | None:
+    if name == "lm_head.weight":
+        return None  # tied
+    if name in ("model.embed_tokens.weight", "model.norm.weight"):
+        return {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}[name]
+    _, _, index, rest = name.split(".", 3)
+    return f"blk.{index}.{_GGUF_NAMES[rest.removesuffix('.weight')]}.weight"
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"layer_types": ["full_attention"] + ["sliding_attention"] * (LAYERS - 1)},
+     "layer_types must repeat 0 sliding layers then one full layer"),
+    ({"hidden_activation": "silu"}, "hidden_activation 'silu' is not supported"),
+    ({"final_logit_softcapping": 30.0}, "final_logit_softcapping is not supported"),
+])
+def test_hf_gemma3_configs_the_engine_cannot_run_are_refused(hf_folder, tmp_path, change, message):
+    import json
+
+    from mcp.base.errors import UnsupportedModelError
+
+    folder = tmp_path / "changed"
+    shutil.copytree(hf_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(UnsupportedModelError, match=message):
+        compile_model(folder, tmp_path / "changed.mcp")
