@@ -106,9 +106,9 @@ def test_fallback_prompt_lists_tools_and_writes_calls_and_results_back():
 def test_template_prompt_passes_tools_and_forced_start():
     prompt = tool_prompt([{"role": "user", "content": "hi"}], [WEATHER], ToolChoice("required"), "hermes", {"x": 1})
     assert prompt.template_kwargs["tools"][0]["function"]["name"] == "get_weather" and prompt.template_kwargs["x"] == 1
-    assert prompt.continuation == '<tool_call>\n{"name": "get_weather", "arguments": {"city": "'
+    assert prompt.continuation == "<tool_call>\n" and prompt.grammar is not None and prompt.grammar.type == "grammar"
     none = tool_prompt([{"role": "user", "content": "hi"}], [WEATHER], ToolChoice("none"), "hermes", {})
-    assert "tools" not in none.template_kwargs and none.continuation == ""
+    assert "tools" not in none.template_kwargs and none.continuation == "" and none.grammar is None
 
 
 def test_a_choice_must_name_an_offered_tool():
