@@ -149,4 +149,4 @@ def test_a_tool_template_renders_tools_calls_and_results_the_hugging_face_way():
     assert '{"type": "function", "function": {"name": "get_weather", "description": "the weather in a city"' in text
     assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>' in text  # an object
     assert "<tool_response>\n7 C\n</tool_response>" in text
-    assert text.endswith('assistant<tool_call>\n{"name": "get_weather", "arguments": {"city": "')
+    assert text.endswith("assistant<tool_call>\n")  # the grammar forces the call after it

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
@@ -29,6 +30,7 @@ from mcp.serving.http import messages_schemas as m
 from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.http.errors import field_error
 from mcp.serving.http.fields import IGNORED_HEADER
+from mcp.serving.http.schemas import ErrorResponse
 from mcp.serving.http.openai_api import SLA_CLASS, _cancel_on_disconnect, _FinishingStream
 from mcp.serving.reply import Reply
 from mcp.serving.request import ServingRequest
@@ -63,7 +65,8 @@ class MessagesRoute(APIRoute):
 
 
 router = APIRouter(tags=["anthropic"], route_class=MessagesRoute)
-ERRORS = {code: {"model": m.AnthropicError} for code in (400, 401, 403, 404, 429, 500)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": m.AnthropicError} for code in (400, 401, 403, 404, 429, 500)}
+ERRORS[413] = {"model": ErrorResponse}  # the body limit answers before the route runs: OpenAI's shape
 STREAM = {"text/event-stream": {"schema": {
     "type": "object", "required": ["event", "data"],
     "properties": {"event": {"type": "string", "description": "message_start, content_block_start, ping, "

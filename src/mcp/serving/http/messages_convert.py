@@ -113,9 +113,9 @@ def _tooling(body: m.MessagesRequest | m.CountTokensRequest) -> dict:
     if len(set(names)) != len(names):
         raise FieldError("tools name the same tool twice; give each a distinct name", "tools")
     choice, parallel = _tool_choice(body.tool_choice)
-    if choice.forced and not tools:
-        raise FieldError(f"tool_choice is {body.tool_choice.type!r} but the request has no tools; "  # type: ignore[union-attr]
-                         "send tools", "tool_choice")
+    if body.tool_choice is not None and choice.forced and not tools:
+        raise FieldError(f"tool_choice is {body.tool_choice.type!r} but the request has no tools; send tools",
+                         "tool_choice")
     return {"tools": tools, "tool_choice": choice, "parallel_tool_calls": parallel}
 
 
@@ -125,7 +125,8 @@ def _tool_choice(choice: m.ToolChoice | None) -> tuple[ToolChoice, bool]:
     parallel = not getattr(choice, "disable_parallel_tool_use", None)
     if isinstance(choice, m.ToolChoiceTool):
         return ToolChoice("function", choice.name), parallel
-    return ToolChoice({"auto": "auto", "any": "required", "none": "none"}[choice.type]), parallel  # type: ignore[arg-type]
+    mode = {"auto": "auto", "any": "required", "none": "none"}[choice.type]
+    return ToolChoice(mode), parallel  # type: ignore[arg-type]
 
 
 def _sampling(body: m.MessagesRequest, config: RuntimeConfig) -> Sampling:

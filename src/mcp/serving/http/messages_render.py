@@ -100,7 +100,8 @@ def tool_use_events(index: int, call: ToolCall) -> list[bytes]:
     one ``input_json_delta``, the block's end."""
     return [event("content_block_start", index=index,
                   content_block={"type": "tool_use", "id": tool_id(call), "name": call.name, "input": {}}),
-            event("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": call.arguments}),
+            event("content_block_delta", index=index,
+                  delta={"type": "input_json_delta", "partial_json": call.arguments}),
             event("content_block_stop", index=index)]
 
 

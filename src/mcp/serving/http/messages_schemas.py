@@ -48,11 +48,18 @@ class ToolResultBlock(_Request):
     cache_control: JsonObject | None = None
 
 
+def _refused(schema: dict) -> None:
+    """What the schema promises: no such block is taken (a 400 naming it, messages_convert.py)."""
+    schema.clear()
+    schema.update({"not": {}, "description": "image, document and thinking blocks are refused: this model "
+                                             "reads text only"})
+
+
 class MediaBlock(BaseModel):
     """A block this model cannot read (an image, a document, a model's thinking): parsed only to
     be refused by name."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", json_schema_extra=_refused)
     type: Literal["image", "document", "search_result", "thinking", "redacted_thinking", "server_tool_use",
                   "web_search_tool_result", "container_upload"]
 

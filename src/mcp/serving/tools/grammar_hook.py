@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
+from mcp.base.errors import InvalidRequestError
 from mcp.engine.grammar import ResponseFormat, json_schemas_format
+from mcp.serving.errors import FieldError
 
 if TYPE_CHECKING:
     from mcp.serving.tools.prompt import Family
@@ -29,10 +31,15 @@ _CLOSING = {"hermes": "</tool_call>", "fallback": "</tool_call>", "mistral": "]"
 def tool_call_grammar(family: Family, tools: Sequence[Tool]) -> ResponseFormat:
     """The grammar that forces one call of one of ``tools`` (all of them for ``required``, the
     named one otherwise), in ``family``'s format, after the opening the prompt holds. A schema
-    the grammar engine cannot compile is an ``InvalidRequestError`` naming the problem."""
+    the grammar engine cannot compile is a ``FieldError`` on ``tools`` naming the problem."""
     key = "parameters" if family == "llama3" else "arguments"
     schemas = [_call_schema(tool.name, tool.parameters, key) for tool in tools]
-    return json_schemas_format(schemas, suffix=_CLOSING[family], strict=False)
+    try:
+        return json_schemas_format(schemas, suffix=_CLOSING[family], strict=False)
+    except InvalidRequestError as error:
+        raise FieldError(f"tools cannot be forced: the grammar engine cannot compile their JSON schemas "
+                         f"({str(error).removeprefix('response_format grammar cannot be compiled: ')})",
+                         "tools") from None
 
 
 def _call_schema(name: str, parameters: Mapping[str, Any], key: str) -> dict[str, Any]:
