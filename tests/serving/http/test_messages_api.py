@@ -24,6 +24,8 @@ THERMOSTAT = {"name": "set_thermostat", "description": "Set the heating",
                   "mode": {"type": "string", "enum": ["heat", "cool", "off"]}}}}
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 FORCED = {"type": "tool", "name": "get_weather"}
+# anthropic-python 2.x has no sampling arguments: greedy decoding goes as an extra body field
+GREEDY = {"extra_body": {"temperature": 0}}
 
 
 @pytest.fixture(scope="module")
@@ -33,14 +35,14 @@ def client(smollm2_server):
 
 def test_forced_tool_use_and_a_tool_round_trip(client):
     first = client.messages.create(model="smollm2", max_tokens=40, messages=ASK, tools=[WEATHER], tool_choice=FORCED,
-                                   temperature=0)
+                                   **GREEDY)
     assert first.type == "message" and first.role == "assistant" and first.stop_reason == "tool_use"
     (call,) = first.content
     assert call.type == "tool_use" and call.name == "get_weather" and call.id.startswith("toolu_")
     assert "paris" in call.input["city"].lower()
     result = {"type": "tool_result", "tool_use_id": call.id, "content": "21 C and clear"}
     turns = [*ASK, {"role": "assistant", "content": first.content}, {"role": "user", "content": [result]}]
-    second = client.messages.create(model="smollm2", max_tokens=16, messages=turns, tools=[WEATHER], temperature=0)
+    second = client.messages.create(model="smollm2", max_tokens=16, messages=turns, tools=[WEATHER], **GREEDY)
     assert second.content[0].type == "text" and second.content[0].text
     assert second.stop_reason in ("end_turn", "max_tokens")
     # the call and the tool's answer are in the prompt: it grew by at least their tokens
@@ -48,7 +50,7 @@ def test_forced_tool_use_and_a_tool_round_trip(client):
 
 
 def test_any_choice_is_held_to_the_schema_by_the_grammar(client):
-    reply = client.messages.create(model="smollm2", max_tokens=48, temperature=0, tools=[WEATHER, THERMOSTAT],
+    reply = client.messages.create(model="smollm2", max_tokens=48, **GREEDY, tools=[WEATHER, THERMOSTAT],
                                    tool_choice={"type": "any"},
                                    messages=[{"role": "user", "content": "Make it warmer, 22 degrees please."}])
     (call,) = [block for block in reply.content if block.type == "tool_use"]
@@ -58,8 +60,8 @@ def test_any_choice_is_held_to_the_schema_by_the_grammar(client):
 
 
 def test_streamed_text_has_anthropics_events_and_the_whole_answers_text(client, smollm2_server):
-    whole = client.messages.create(model="smollm2", max_tokens=12, messages=ASK, temperature=0)
-    with client.messages.stream(model="smollm2", max_tokens=12, messages=ASK, temperature=0) as stream:
+    whole = client.messages.create(model="smollm2", max_tokens=12, messages=ASK, **GREEDY)
+    with client.messages.stream(model="smollm2", max_tokens=12, messages=ASK, **GREEDY) as stream:
         events = list(stream)
         final = stream.get_final_message()
     kinds = [e.type for e in events]
@@ -78,9 +80,9 @@ def test_streamed_text_has_anthropics_events_and_the_whole_answers_text(client, 
 
 def test_streamed_tool_use_comes_as_input_json_deltas(client):
     whole = client.messages.create(model="smollm2", max_tokens=40, messages=ASK, tools=[WEATHER], tool_choice=FORCED,
-                                   temperature=0)
+                                   **GREEDY)
     with client.messages.stream(model="smollm2", max_tokens=40, messages=ASK, tools=[WEATHER], tool_choice=FORCED,
-                                temperature=0) as stream:
+                                **GREEDY) as stream:
         events = list(stream)
         final = stream.get_final_message()
     starts = [e.content_block for e in events if e.type == "content_block_start"]
@@ -91,16 +93,27 @@ def test_streamed_tool_use_comes_as_input_json_deltas(client):
 
 
 def test_stop_sequences_and_max_tokens_name_the_reason(client):
-    free = client.messages.create(model="smollm2", max_tokens=16, messages=ASK, temperature=0)
+    free = client.messages.create(model="smollm2", max_tokens=16, messages=ASK, **GREEDY)
     assert free.stop_reason == "max_tokens" or free.stop_reason == "end_turn"
     words = free.content[0].text.split()
     assert len(words) >= 3
     stop = " " + words[2]
-    cut = client.messages.create(model="smollm2", max_tokens=16, messages=ASK, temperature=0, stop_sequences=[stop])
+    cut = client.messages.create(model="smollm2", max_tokens=16, messages=ASK, **GREEDY, stop_sequences=[stop])
     assert cut.stop_reason == "stop_sequence" and cut.stop_sequence == stop
     assert cut.content[0].text == free.content[0].text[:free.content[0].text.index(stop)]
-    short = client.messages.create(model="smollm2", max_tokens=2, messages=ASK, temperature=0)
+    short = client.messages.create(model="smollm2", max_tokens=2, messages=ASK, **GREEDY)
     assert short.stop_reason == "max_tokens" and short.usage.output_tokens == 2
+
+
+def test_output_config_format_returns_json_of_the_schema(client):
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+              "required": ["city", "country"], "additionalProperties": False}
+    reply = client.messages.create(model="smollm2", max_tokens=40, messages=[
+        {"role": "user", "content": "Paris is the capital of France. Give the city and its country as JSON."}],
+        output_config={"format": {"type": "json_schema", "schema": schema}, "effort": "low"}, **GREEDY)
+    parsed = json.loads(reply.content[0].text)
+    jsonschema.validate(parsed, schema)
+    assert parsed["city"].strip() and reply.stop_reason == "end_turn"
 
 
 def test_count_tokens_is_the_prompt_messages_runs(client):
@@ -125,6 +138,10 @@ def test_count_tokens_is_the_prompt_messages_runs(client):
      "not in tools"),
     ({"max_tokens": 4, "messages": ASK, "temperature": 1.5}, "temperature"),
     ({"max_tokens": 4, "messages": ASK, "model": "nope"}, "nope"),
+    ({"max_tokens": 4, "messages": [*ASK, {"role": "assistant", "content": "The weather is"}]},
+     "messages[1] is an assistant turn: this server does not continue a prefilled answer"),
+    ({"max_tokens": 4, "messages": ASK, "output_config": {"format": {"type": "json_schema", "schema": {"type": 5}}}},
+     "output_config.format"),
 ])
 def test_bad_requests_get_anthropics_error_shape(smollm2_server, body, words):
     reply = httpx.post(smollm2_server.url + "/v1/messages", json={"model": "smollm2", **body}, timeout=60)
@@ -145,7 +162,8 @@ def test_the_anthropic_client_raises_its_own_errors(client):
 
 
 def test_ignored_fields_are_named_in_a_header(smollm2_server):
-    body = {"model": "smollm2", "max_tokens": 2, "messages": ASK, "service_tier": "auto",
-            "thinking": {"type": "disabled"}, "metadata": {"user_id": "u-1"}}
+    body = {"model": "smollm2", "max_tokens": 2, "messages": ASK, "service_tier": "auto", "speed": "fast",
+            "thinking": {"type": "disabled"}, "metadata": {"user_id": "u-1"}, "output_config": {"effort": "low"}}
     reply = httpx.post(smollm2_server.url + "/v1/messages", json=body, timeout=60)
-    assert reply.status_code == 200 and reply.headers["x-mcp-ignored-fields"] == "service_tier, thinking"
+    assert reply.status_code == 200, reply.text
+    assert reply.headers["x-mcp-ignored-fields"] == "output_config.effort, service_tier, speed, thinking"

@@ -50,10 +50,10 @@ def _record(folder: Path, request_id: str) -> sqlite3.Row:
 def test_x_api_key_and_bearer_name_the_keys_tenant(governed):
     server, folder = governed
     by_header = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0)
-    reply = by_header.messages.create(model="smollm2", max_tokens=3, messages=ASK, temperature=0)
+    reply = by_header.messages.create(model="smollm2", max_tokens=3, messages=ASK, extra_body={"temperature": 0})
     assert _record(folder, reply.id)["tenant"] == "acme"
     by_bearer = anthropic.Anthropic(base_url=server.url, auth_token=OTHER, max_retries=0)
-    reply = by_bearer.messages.create(model="smollm2", max_tokens=3, messages=ASK, temperature=0)
+    reply = by_bearer.messages.create(model="smollm2", max_tokens=3, messages=ASK, extra_body={"temperature": 0})
     assert _record(folder, reply.id)["tenant"] == "globex" and reply.id.startswith("msg_")
     assert by_header.messages.count_tokens(model="smollm2", messages=ASK).input_tokens > 3
 

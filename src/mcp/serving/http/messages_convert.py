@@ -17,7 +17,9 @@ import json
 import uuid
 from collections.abc import Mapping
 
+from mcp.base.errors import InvalidRequestError
 from mcp.config.runtime import RuntimeConfig
+from mcp.engine.grammar import ResponseFormat
 from mcp.serving.errors import FieldError
 from mcp.serving.http import convert
 from mcp.serving.http import messages_schemas as m
@@ -39,13 +41,15 @@ def request_of(body: m.MessagesRequest | m.CountTokensRequest, headers: Mapping[
     full = isinstance(body, m.MessagesRequest)
     sampling = _sampling(body, config) if full else Sampling(max_tokens=1)
     user = body.metadata.user_id if full and body.metadata else None
-    ignored = tuple(sorted(body.model_fields_set & m.IGNORED))
+    ignored = set(body.model_fields_set & m.IGNORED)
+    if body.output_config is not None and body.output_config.effort is not None:
+        ignored.add("output_config.effort")
     return ServingRequest(
         request_id=f"msg_{uuid.uuid4().hex[:24]}", route=ROUTE, chat=True, prompts=(Prompt(messages=messages),),
         sampling=sampling, tenant=tenant, slo_class=convert._slo_class(sla_class),
         timeout_s=config.serving.request_timeout_s, user=user, model=body.model or None,
         trace_context=trace_context(headers), attributes=_attributes(body) if full else {},
-        ignored_fields=ignored, **_tooling(body))
+        ignored_fields=tuple(sorted(ignored)), **_tooling(body))
 
 
 def conversation(body: m.MessagesRequest | m.CountTokensRequest) -> list[dict]:
@@ -56,6 +60,10 @@ def conversation(body: m.MessagesRequest | m.CountTokensRequest) -> list[dict]:
         out.append({"role": "system", "content": system})
     for index, message in enumerate(body.messages):
         out += _turn(index, message)
+    if body.messages[-1].role == "assistant":
+        last = f"messages[{len(body.messages) - 1}]"
+        raise FieldError(f"{last} is an assistant turn: this server does not continue a prefilled answer; "
+                         "end with a user turn", last)
     return out
 
 
@@ -135,7 +143,19 @@ def _sampling(body: m.MessagesRequest, config: RuntimeConfig) -> Sampling:
         raise FieldError(f"max_tokens is {body.max_tokens}; this server allows at most {limit}", "max_tokens")
     stop = tuple(body.stop_sequences) if body.stop_sequences else None
     return Sampling(max_tokens=body.max_tokens, temperature=body.temperature, top_p=body.top_p, top_k=body.top_k,
-                    stop=stop)
+                    stop=stop, response_format=_output_format(body.output_config))
+
+
+def _output_format(config: m.OutputConfig | None) -> ResponseFormat | None:
+    """``output_config.format`` (a JSON Schema) as the grammar the answer is decoded under; one
+    the grammar engine cannot compile is a 400 naming the problem."""
+    if config is None or config.format is None:
+        return None
+    try:
+        return ResponseFormat.json_schema(config.format.schema_, strict=False)
+    except InvalidRequestError as error:
+        raise FieldError(str(error).replace("response_format", "output_config.format"),
+                         "output_config.format") from None
 
 
 def _attributes(body: m.MessagesRequest) -> dict:

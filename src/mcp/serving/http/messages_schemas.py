@@ -15,10 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp.serving.http.schemas import Count, FunctionName, JsonObject, NonEmptyText, Text, TopK, _Request
 
-# Accepted with no effect (hosted features: tiers, containers, MCP servers, context editing,
-# extended thinking), named in the x-mcp-ignored-fields header like the OpenAI routes' fields.
-IGNORED = frozenset({"container", "context_management", "mcp_servers", "service_tier", "thinking"})
+# Accepted with no effect (hosted features: tiers, speed, regions, workspaces, containers, MCP
+# servers, context editing, prompt caching, extended thinking), named in the x-mcp-ignored-fields
+# header like the OpenAI routes' fields. Source: anthropic-python 2.17.0's MessageCreateParams.
+IGNORED = frozenset({"cache_control", "container", "context_management", "diagnostics", "inference_geo",
+                     "mcp_servers", "service_tier", "speed", "thinking", "user_profile_id", "workspace_id"})
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal"]
+_NO_EFFECT = "accepted, no effect here (named in x-mcp-ignored-fields)"
 
 
 class TextBlock(_Request):
@@ -110,29 +113,47 @@ class Metadata(_Request):
         None, description="the end user; with governance the audit record keeps its pseudonym, never the id")
 
 
+class JSONOutputFormat(_Request):
+    type: Literal["json_schema"]
+    schema_: JsonObject = Field(alias="schema", description="the JSON Schema the answer's text validates against")
+
+
+class OutputConfig(_Request):
+    format: JSONOutputFormat | None = Field(None, description="structured output, by constrained decoding")
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = Field(None, description=_NO_EFFECT)
+
+
 class _Conversation(_Request):
-    """What both routes take: the conversation and its tools."""
+    """What both routes take: the conversation, its tools, its output format."""
 
     model: Text = Field(description="name or name:version of a served model")
     messages: Annotated[list[MessageParam], Field(min_length=1)]
     system: Text | Annotated[list[TextBlock], Field(max_length=64)] | None = None
     tools: Annotated[list[ToolParam], Field(max_length=128)] | None = None
     tool_choice: ToolChoice | None = None
-    thinking: Any = Field(None, description="accepted, no effect here (named in x-mcp-ignored-fields)")
-    mcp_servers: Any = Field(None, description="accepted, no effect here (named in x-mcp-ignored-fields)")
-    context_management: Any = Field(None, description="accepted, no effect here (named in x-mcp-ignored-fields)")
+    output_config: OutputConfig | None = None
+    thinking: Any = Field(None, description=_NO_EFFECT)
+    mcp_servers: Any = Field(None, description=_NO_EFFECT)
+    context_management: Any = Field(None, description=_NO_EFFECT)
+    cache_control: Any = Field(None, description=_NO_EFFECT)
+    speed: Any = Field(None, description=_NO_EFFECT)
 
 
 class MessagesRequest(_Conversation):
     max_tokens: Count
     stop_sequences: Annotated[list[NonEmptyText], Field(max_length=16)] | None = None
+    # Sampling: in the Messages API before anthropic-python 2.x; send them as extra body fields now.
     temperature: float | None = Field(None, ge=0, le=1)
     top_p: float | None = Field(None, gt=0, le=1)
     top_k: TopK | None = None
     stream: bool = False
     metadata: Metadata | None = None
-    service_tier: Any = Field(None, description="accepted, no effect here (named in x-mcp-ignored-fields)")
-    container: Any = Field(None, description="accepted, no effect here (named in x-mcp-ignored-fields)")
+    service_tier: Any = Field(None, description=_NO_EFFECT)
+    container: Any = Field(None, description=_NO_EFFECT)
+    diagnostics: Any = Field(None, description=_NO_EFFECT)
+    inference_geo: Any = Field(None, description=_NO_EFFECT)
+    user_profile_id: Any = Field(None, description=_NO_EFFECT)
+    workspace_id: Any = Field(None, description=_NO_EFFECT)
 
 
 class CountTokensRequest(_Conversation):
