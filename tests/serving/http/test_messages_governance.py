@@ -75,10 +75,15 @@ def test_a_wrong_or_missing_key_is_anthropics_authentication_error(governed):
 
 def test_two_different_keys_in_one_request_are_refused(governed):
     server, _ = governed
-    client = anthropic.Anthropic(base_url=server.url, api_key=KEY, max_retries=0,
-                                 default_headers={"Authorization": f"Bearer {OTHER}"})
-    with pytest.raises(anthropic.BadRequestError, match="different keys"):
-        client.messages.create(model="smollm2", max_tokens=2, messages=ASK)
+    body = {"model": "smollm2", "max_tokens": 2, "messages": ASK}
+    reply = httpx.post(server.url + "/v1/messages", json=body, timeout=60,
+                       headers={"x-api-key": KEY, "Authorization": f"Bearer {OTHER}"})
+    assert reply.status_code == 400 and reply.json() == {"type": "error", "error": {
+        "type": "invalid_request_error",
+        "message": "headers authorization and x-api-key hold different keys; send one of them"}}
+    same = httpx.post(server.url + "/v1/messages", json=body, timeout=60,
+                      headers={"x-api-key": KEY, "Authorization": f"Bearer {KEY}"})
+    assert same.status_code == 200
 
 
 def test_chat_metadata_is_kept_in_the_audit_record_and_the_chain_verifies(governed):
