@@ -45,6 +45,7 @@ demo: $(STAMP) mcp-config.yaml
 # The signing and evidence tests run the openssl tool: .ci/openssl installs it when missing.
 # The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
 # The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
+# llama-index and instructor pin openai < 3: .ci/clients-openai2 puts them in .venv-clients of their own.
 # The image test builds the Dockerfile: .ci/container starts a Docker daemon and makes its base image.
 # --durations lists the 25 slowest tests, to keep an eye on the suite's time on 2 cores.
 test: $(TEST_STAMP)
@@ -54,6 +55,7 @@ test: $(TEST_STAMP)
 	bash .ci/tpm
 	bash .ci/browser
 	bash .ci/openssl
+	bash .ci/clients-openai2
 	$(BIN)/python -m pytest -q --durations=25
 
 test-fast: $(STAMP)

@@ -63,8 +63,6 @@ class Generation:
                 rendered = self._rendered(prompt.messages, request) if prompt.messages is not None else None
                 for j in range(request.n):
                     params = request.sampling.resolve(model.defaults, choice=j)
-                    if rendered is not None and rendered.grammar is not None:  # a forced call: its grammar
-                        params = replace(params, response_format=rendered.grammar)
                     if rendered is None:
                         self.streams.append(model.start_stream(prompt.text or "", params, scheduling))
                     else:
@@ -76,7 +74,7 @@ class Generation:
 
     def _rendered(self, messages, request: ServingRequest) -> ToolPrompt:
         """The conversation with the request's tools, as the model's template family takes them;
-        the plan keeps the forced call's opening (the parser puts it back in front)."""
+        the plan keeps the forced call's start (the parser puts it back in front)."""
         rendered = tool_prompt(messages, request.tools, request.tool_choice, self.tools.family,
                                request.template_kwargs)
         self.tools = replace(self.tools, continuation=rendered.continuation)

@@ -135,10 +135,6 @@ class ServingRequest:
         if (self.tools or self.tool_choice.forced) and not self.chat:
             raise FieldError("tools are for chat requests (messages), not text completions", "tools")
         checked_choice(self.tool_choice, self.tools)
-        if self.tool_choice.forced and self.sampling.response_format is not None \
-                and self.sampling.response_format.constrains:
-            raise FieldError("response_format and a forced tool_choice both constrain the answer (a forced call "
-                             "is decoded under its tools' schemas); send one of them", "response_format")
         reserved = sorted(RESERVED_TEMPLATE_KWARGS & set(self.template_kwargs))
         if reserved:
             raise FieldError(f"chat_template_kwargs sets {', '.join(reserved)}, which the server sets; "

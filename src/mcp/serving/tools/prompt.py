@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mcp.engine.grammar import ResponseFormat
-from mcp.serving.tools.grammar_hook import tool_call_grammar
 from mcp.serving.tools.spec import Tool, ToolChoice, template_message
 
 Family = Literal["hermes", "llama3", "mistral", "fallback"]
@@ -47,12 +45,11 @@ def family_of(chat_template: str | None) -> Family:
 @dataclass(frozen=True)
 class ToolPrompt:
     """What the chat template gets: the messages, its keyword arguments, and the text that starts
-    the assistant's turn; for a forced call, the grammar its answer is decoded under."""
+    the assistant's turn."""
 
     messages: list[dict[str, Any]]
     template_kwargs: dict[str, Any]
     continuation: str = ""
-    grammar: ResponseFormat | None = None
 
 
 def tool_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Tool], choice: ToolChoice, family: Family,
@@ -66,17 +63,31 @@ def tool_prompt(messages: Sequence[Mapping[str, Any]], tools: Sequence[Tool], ch
         rendered = [template_message(m) for m in messages]
         if offered:
             kwargs["tools"] = [t.as_template_tool() for t in offered]
-    if not (offered and choice.forced):
-        return ToolPrompt(rendered, kwargs)
-    return ToolPrompt(rendered, kwargs, continuation(family, choice), tool_call_grammar(family, offered))
+    return ToolPrompt(rendered, kwargs, continuation(family, choice, offered) if offered else "")
 
 
-def continuation(family: Family, choice: ToolChoice) -> str:
-    """The opening of a forced call in the family's format ('' when the call is not forced): the
-    grammar (``tool_call_grammar``) forces the call object after it."""
+def continuation(family: Family, choice: ToolChoice, offered: Sequence[Tool]) -> str:
+    """The start of a forced call in the family's format ('' when the call is not forced). With
+    one function to call (named, or the only one offered) it goes on to the arguments' first
+    required property, so the model writes values; ``required`` with several leaves the name open."""
     if not choice.forced:
         return ""
-    return {"llama3": "", "mistral": "[TOOL_CALLS][", "hermes": "<tool_call>\n"}.get(family, "<tool_call>")
+    tool = offered[0] if len(offered) == 1 else None
+    key = "parameters" if family == "llama3" else "arguments"
+    named = f'"{tool.name}", "{key}": {_first_property(tool)}' if tool else '"'
+    opening = {"llama3": "", "mistral": "[TOOL_CALLS][", "hermes": "<tool_call>\n"}.get(family, "<tool_call>")
+    return opening + '{"name": ' + named
+
+
+def _first_property(tool: Tool) -> str:
+    """``{"city": "`` for a tool whose first required property is the string ``city``; ``{`` else."""
+    required = tool.parameters.get("required") or []
+    properties = tool.parameters.get("properties") or {}
+    if not required or not isinstance(required[0], str) or not isinstance(properties.get(required[0]), dict):
+        return ""
+    name = required[0]
+    quote = '"' if properties[name].get("type") == "string" else ""
+    return "{" + json.dumps(name, ensure_ascii=False) + ": " + quote
 
 
 def _fallback_messages(messages: Sequence[Mapping[str, Any]], tools: Sequence[Tool]) -> list[dict[str, Any]]:
