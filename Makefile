@@ -59,6 +59,7 @@ demo: $(STAMP) mcp-config.yaml build/examples/c-quickstart
 # The signing and evidence tests run the openssl tool: .ci/openssl installs it when missing.
 # The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
 # The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
+# llama-index and instructor pin openai < 3: .ci/clients-openai2 puts them in .venv-clients of their own.
 # The image test builds the Dockerfile: .ci/container starts a Docker daemon and makes its base image.
 # The C and Go bindings: .ci/go installs Go; libmcp is built, then `go test` (also -race) runs
 # the Go package's tests, and pytest's tests/bindings build and run the C test programs.
@@ -74,6 +75,7 @@ test: $(TEST_STAMP) $(LIBMCP)
 	bash .ci/tpm
 	bash .ci/browser
 	bash .ci/openssl
+	bash .ci/clients-openai2
 	$(BIN)/python -m pytest -q --durations=25
 
 test-bindings: $(TEST_STAMP) $(LIBMCP)

@@ -23,6 +23,7 @@ import anyio.to_thread
 
 from mcp.base.errors import MCPError
 from mcp.config.serving import GovernanceConfig
+from mcp.governance.audit.chain import canonical_json
 from mcp.governance.audit.log import AuditEntry, AuditLog, Capture
 from mcp.governance.audit.maintenance import RetentionKeeper
 from mcp.governance.detectors.scanner import Finding, Scanner, redact
@@ -51,6 +52,7 @@ class InferenceRequest:
     user: str | None = None  # the caller's end user, if it says (pseudonymized before use)
     carrier: dict[str, str] = field(default_factory=dict)  # traceparent / tracestate
     attributes: dict[str, Any] = field(default_factory=dict)  # gen_ai.request.* for the span
+    metadata: dict[str, str] = field(default_factory=dict)  # the client's tags, kept in the audit record
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,8 @@ class Inference:
             model_version=version or None,
             output_sha256=_sha256("\x1e".join(outcome.outputs)) if outcome.outputs else None,
             prompt_tokens=outcome.prompt_tokens, completion_tokens=outcome.completion_tokens,
-            latency_us=(time.time_ns() - self.started_ns) // 1000)
+            latency_us=(time.time_ns() - self.started_ns) // 1000,
+            request_metadata=canonical_json(self.request.metadata) if self.request.metadata else None)
         capture = None
         if self.plane.capture and self.subject is not None:
             capture = Capture("\n".join(self.request.prompt_texts), "\x1e".join(outcome.outputs) or None)

@@ -28,6 +28,11 @@ class TextStream(Iterator[str]):
         return self._handle.request_id
 
     @property
+    def num_prompt_tokens(self) -> int:
+        """The prompt's length in tokens, known from submission (before any token)."""
+        return self._handle.num_prompt_tokens
+
+    @property
     def result(self) -> InferResult | None:
         """The InferResult (usage, finish_reason, timings from submission) once the stream
         has been read to its end; None before."""

@@ -141,7 +141,7 @@ async def admit(plane: GovernancePlane, request: ServingRequest) -> tuple[Infere
     inference = await plane.admit(InferenceRequest(
         request_id=request.request_id, route=request.route, operation=request.operation, tenant=request.tenant,
         model=request.model, prompt_texts=texts, max_tokens=request.max_tokens, user=request.user,
-        carrier=dict(request.trace_context), attributes=dict(request.attributes)))
+        carrier=dict(request.trace_context), attributes=dict(request.attributes), metadata=dict(request.metadata)))
     redacted = inference.prompt_texts
     admitted = request if redacted == texts else request.with_texts(redacted)
     return inference, replace(admitted, model=inference.model or request.model)

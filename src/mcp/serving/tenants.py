@@ -61,7 +61,8 @@ class TenantDirectory:
             return Caller(Tenant(name, (), "admin"), authenticated=False)
         scheme, _, key = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip():
-            raise AuthenticationError("no API key: send the header 'Authorization: Bearer YOUR_KEY'")
+            raise AuthenticationError("no API key: send the header 'Authorization: Bearer YOUR_KEY' "
+                                      "(or 'x-api-key: YOUR_KEY')")
         digest = hash_key(key.strip())
         for known, tenant in self._by_digest:  # every digest compared: the time says nothing of the key
             match = hmac.compare_digest(known, digest)

@@ -14,6 +14,8 @@ from typing import Any
 HASHED_FIELDS = ("at_us", "request_id", "trace_id", "tenant", "subject", "model", "model_version", "route",
                  "decisions", "prompt_sha256", "output_sha256", "prompt_tokens", "completion_tokens",
                  "latency_us", "status")
+# Hashed only when set: records written before the field existed keep the hash they were given.
+OPTIONAL_HASHED_FIELDS = ("request_metadata",)
 
 
 def canonical_json(value: Any) -> str:
@@ -21,5 +23,7 @@ def canonical_json(value: Any) -> str:
 
 
 def record_hash(prev_hash: str, fields: dict[str, Any]) -> str:
-    body = canonical_json({name: fields[name] for name in HASHED_FIELDS})
+    hashed = {name: fields[name] for name in HASHED_FIELDS}
+    hashed.update({name: fields[name] for name in OPTIONAL_HASHED_FIELDS if fields.get(name) is not None})
+    body = canonical_json(hashed)
     return hashlib.sha256(f"{prev_hash}\n{body}".encode()).hexdigest()

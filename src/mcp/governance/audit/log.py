@@ -48,6 +48,7 @@ class AuditEntry:
     completion_tokens: int = 0
     latency_us: int = 0
     at_us: int = 0  # 0: the time of the append
+    request_metadata: str | None = None  # the client's metadata tags as canonical JSON; None: none sent
 
 
 @dataclass(frozen=True)

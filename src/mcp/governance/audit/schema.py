@@ -38,6 +38,7 @@ records = Table(
     Column("status", String(100), nullable=False),
     Column("prev_hash", String(64), nullable=False),
     Column("hash", String(64), nullable=False, unique=True),
+    Column("request_metadata", Text),  # audit0004: the client's metadata tags, canonical JSON (None: none sent)
 )
 
 head = Table(

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, func, select
 
 from mcp.governance.audit import schema
-from mcp.governance.audit.chain import HASHED_FIELDS, record_hash
+from mcp.governance.audit.chain import HASHED_FIELDS, OPTIONAL_HASHED_FIELDS, record_hash
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ def verify(engine: Engine) -> VerifyReport:
 
 
 def _row(record) -> _Row:
-    fields = {name: getattr(record, name) for name in HASHED_FIELDS}
+    fields = {name: getattr(record, name) for name in HASHED_FIELDS + OPTIONAL_HASHED_FIELDS}
     return _Row(record.seq, record.request_id, record.prev_hash, record.hash,
                 record_hash(record.prev_hash, fields) == record.hash)
 

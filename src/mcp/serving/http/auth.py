@@ -1,4 +1,5 @@
-"""FastAPI dependencies: the server's state and the calling tenant (``Authorization: Bearer``)."""
+"""FastAPI dependencies: the server's state and the calling tenant (``Authorization: Bearer``, or
+Anthropic's ``x-api-key`` holding the same key)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from mcp.serving.tenants import TENANT_ID, TENANT_ID_HEADER, Caller
 
 # Headers a request may carry once: with two, which one counts would depend on the proxy in front
 # (the first here, maybe the last there). gRPC refuses repeated metadata the same way.
-SINGLE_HEADERS = ("authorization", TENANT_ID_HEADER, "x-tenant", "x-sla-class")
+SINGLE_HEADERS = ("authorization", "x-api-key", TENANT_ID_HEADER, "x-tenant", "x-sla-class")
 
 
 def state_of(request: Request):
@@ -18,6 +19,7 @@ def state_of(request: Request):
 
 
 def caller_of(request: Request, authorization: str | None = Header(None, include_in_schema=False),
+              x_api_key: str | None = Header(None, include_in_schema=False),
               x_tenant_id: str | None = Header(None, description="on an open server: the tenant; with keys it "
                                                                  "must name the key's tenant",
                                                json_schema_extra={"pattern": f"^{TENANT_ID.pattern}$"}),
@@ -27,10 +29,21 @@ def caller_of(request: Request, authorization: str | None = Header(None, include
     ``x-tenant-id`` means what it means over gRPC; the older ``x-tenant`` only names the tenant of
     an open server."""
     check_single_headers(request)
+    authorization = bearer_of(authorization, x_api_key)
     tenants = state_of(request).tenants
     if x_tenant_id is not None:
         return tenants.authenticate_as(authorization, x_tenant_id)
     return tenants.authenticate(authorization, x_tenant)
+
+
+def bearer_of(authorization: str | None, x_api_key: str | None) -> str | None:
+    """The request's key as an ``Authorization`` value: ``x-api-key: KEY`` (what the anthropic
+    library sends) is ``Bearer KEY``; both headers may come only with the same key."""
+    if x_api_key is None:
+        return authorization
+    if authorization is not None and authorization.partition(" ")[2].strip() != x_api_key.strip():
+        raise FieldError("headers authorization and x-api-key hold different keys; send one of them", "x-api-key")
+    return f"Bearer {x_api_key.strip()}"
 
 
 def check_single_headers(request: Request) -> None:

@@ -7,6 +7,7 @@ Revises:
 from __future__ import annotations
 
 from alembic import op
+from sqlalchemy import BigInteger, Column, Integer, MetaData, String, Table, Text
 
 from mcp.governance.audit import schema
 
@@ -15,7 +16,29 @@ down_revision = None
 branch_labels = None
 depends_on = None
 
-_TABLES = [schema.records, schema.head, schema.anchors, schema.subject_keys, schema.captures]
+# audit_records as this revision made it (audit0004 adds ``request_metadata``): frozen here.
+_RECORDS = Table(
+    "audit_records", MetaData(),
+    Column("seq", BigInteger, primary_key=True, autoincrement=False),
+    Column("at_us", BigInteger, nullable=False, index=True),
+    Column("request_id", String(100), nullable=False),
+    Column("trace_id", String(32)),
+    Column("tenant", String(200), nullable=False),
+    Column("subject", String(64), index=True),
+    Column("model", String(200)),
+    Column("model_version", String(100)),
+    Column("route", String(200), nullable=False),
+    Column("decisions", Text, nullable=False),
+    Column("prompt_sha256", String(64), nullable=False),
+    Column("output_sha256", String(64)),
+    Column("prompt_tokens", Integer, nullable=False),
+    Column("completion_tokens", Integer, nullable=False),
+    Column("latency_us", BigInteger, nullable=False),
+    Column("status", String(100), nullable=False),
+    Column("prev_hash", String(64), nullable=False),
+    Column("hash", String(64), nullable=False, unique=True),
+)
+_TABLES = [schema.head, schema.anchors, schema.subject_keys, schema.captures]
 _COVERED = "(SELECT COALESCE(MAX(last_seq), 0) FROM audit_anchors)"
 _SQLITE = [
     "CREATE TRIGGER audit_records_no_update BEFORE UPDATE ON audit_records "
@@ -46,6 +69,7 @@ _POSTGRESQL = [
 
 def upgrade() -> None:
     bind = op.get_bind()
+    _RECORDS.create(bind)
     schema.metadata.create_all(bind, tables=_TABLES)  # later revisions add their own tables
     op.execute(schema.head.insert().values(id=1, seq=0, hash=schema.GENESIS))
     for statement in _POSTGRESQL if bind.dialect.name == "postgresql" else _SQLITE:
@@ -58,3 +82,4 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION audit_records_guard() CASCADE")
         op.execute("DROP FUNCTION audit_append_only() CASCADE")
     schema.metadata.drop_all(bind, tables=_TABLES)
+    _RECORDS.drop(bind)
