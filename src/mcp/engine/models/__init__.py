@@ -1,19 +1,33 @@
-"""Model architectures, looked up by the family name in the ``.mcp`` header."""
+"""Model architectures, looked up by the family name in the ``.mcp`` header.
+
+A registry keyed by the architecture: each entry names the module and class, imported only
+when a model of that family loads. Decoders (``llama``) generate; encoders (``bert``) embed.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 from mcp.base.errors import UnsupportedModelError
 
-SUPPORTED_ARCHITECTURES = ("llama",)
+_REGISTRY: dict[str, tuple[str, str]] = {  # architecture -> (module, class)
+    "llama": ("mcp.engine.models.llama", "LlamaForCausalLM"),
+    "bert": ("mcp.engine.models.bert", "BertModel"),
+}
+SUPPORTED_ARCHITECTURES = tuple(_REGISTRY)
 
 
 def model_class(architecture: str) -> type:
     """The module class for an architecture family; imported lazily."""
-    if architecture == "llama":
-        from mcp.engine.models.llama import LlamaForCausalLM
+    if architecture not in _REGISTRY:
+        raise UnsupportedModelError(
+            f"architecture {architecture!r} is not supported by the native engine; "
+            f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
+        )
+    module, name = _REGISTRY[architecture]
+    return getattr(importlib.import_module(module), name)
 
-        return LlamaForCausalLM
-    raise UnsupportedModelError(
-        f"architecture {architecture!r} is not supported by the native engine; "
-        f"supported: {', '.join(SUPPORTED_ARCHITECTURES)}"
-    )
+
+def is_encoder(architecture: str) -> bool:
+    """True for a family that only embeds (no KV cache, no output head, no generation)."""
+    return architecture == "bert"
