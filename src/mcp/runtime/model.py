@@ -34,9 +34,10 @@ from typing import Any
 
 from mcp.base.arguments import check_list, check_options, check_text
 from mcp.base.errors import InvalidRequestError, MCPError
-from mcp.base.result import InferResult, Timings, Usage
+from mcp.base.result import EmbedResult, InferResult, Timings, Usage
 from mcp.config.runtime import GenerationDefaults
 from mcp.engine.contracts import EngineView, PrecisionPlanView, RequestLoop
+from mcp.engine.embedding_loop import EmbeddingHandle, EmbeddingLoop
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookHandle, HookRegistry
@@ -68,7 +69,7 @@ class Model:
         self._engine = engine
         self._defaults = defaults
         self._hooks = HookRegistry()
-        make_loop = make_loop or (lambda hooks: EngineLoop(engine, loop_config, hooks, name))
+        make_loop = make_loop or (lambda hooks: _in_process_loop(engine, loop_config, hooks, name))
         self._loop: RequestLoop | None = make_loop(self._hooks)
         self._lock = threading.Lock()  # guards _engine/_loop against unload
 
@@ -176,6 +177,36 @@ class Model:
                 raise type(error)(f"conversations[{index}]: {error}") from None
         return self._run_batch(prompts_ids, params, request, "conversations")
 
+    def embed(self, texts: str | Sequence[str], **options: Any) -> EmbedResult:
+        """One embedding per text (a string, or a list of them), as the model's pooling makes it
+        (all-MiniLM-L6-v2: mean-pooled, unit length). Takes the scheduling options ``slo_class``,
+        ``tenant`` and ``timeout``. A text longer than the model embeds is a ContextLengthError
+        naming the limit; a model that generates text cannot embed (InvalidRequestError)."""
+        check_options(options, REQUEST_OPTIONS)
+        request = RequestOptions(**{k: v for k, v in options.items() if v is not None})
+        items = [texts] if isinstance(texts, str) else check_list(texts, "texts")
+        tokenizer = self._engine.tokenizer
+        inputs = [tokenizer.encode(check_text(text, f"texts[{i}]")) for i, text in enumerate(items)]
+        handle = self.start_embedding(inputs, request)
+        try:
+            done = handle.wait()
+        except BaseException:
+            handle.cancel()
+            raise
+        vectors = tuple(tuple(row) for row in done.vectors.tolist())
+        return EmbedResult(vectors, done.num_tokens, self.name, done.total_s)
+
+    def start_embedding(self, inputs_ids: Sequence[Sequence[int]], request: RequestOptions) -> EmbeddingHandle:
+        """The typed form of ``embed`` for a caller that holds token ids and checked options
+        (serving): queued now, batched with other requests by the encoder's loop."""
+        loop = self._live_loop()
+        if not isinstance(loop, EmbeddingLoop):
+            pooling = self.header.architecture.pooling
+            why = ("declares a pooling, but embeddings from a decoder are not served yet" if pooling
+                   else "generates text and declares no pooling, so it cannot embed")
+            raise InvalidRequestError(f"model {self.name!r} {why}; use an embedding model such as all-minilm-l6-v2")
+        return loop.embed(inputs_ids, request)
+
     # -- checking a call ------------------------------------------------------------------
     def _prompt_request(
         self, options: dict[str, Any]
@@ -282,6 +313,13 @@ class Model:
 
     def __repr__(self) -> str:
         return f"Model(name={self.name!r}, path={str(self.path)!r}, precision={self.precision!r})"
+
+
+def _in_process_loop(engine: EngineView, config: LoopConfig, hooks: HookRegistry, name: str) -> RequestLoop:
+    """An encoder's requests go through its EmbeddingLoop, a decoder's through an EngineLoop."""
+    if getattr(engine, "is_encoder", False):
+        return EmbeddingLoop(engine, config, hooks, name)
+    return EngineLoop(engine, config, hooks, name)
 
 
 def _wait_quietly(handle: RequestHandle) -> None:
