@@ -43,6 +43,7 @@ from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookHandle, HookRegistry
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
+from mcp.engine.models import is_encoder
 from mcp.engine.prompting import PROMPT_OPTIONS, SAMPLING_OPTIONS, chat_ids, prompt_encoder, token_logprobs
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.sequence import check_prompt
@@ -92,6 +93,11 @@ class Model:
     @property
     def max_context(self) -> int:
         return self._engine.max_context
+
+    @property
+    def embeds(self) -> bool:
+        """True for an embedding model (an encoder): it answers ``embed``, never ``infer``."""
+        return is_encoder(self.header.architecture.architecture)
 
     @property
     def defaults(self) -> GenerationDefaults:

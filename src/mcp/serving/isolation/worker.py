@@ -32,7 +32,7 @@ from typing import Any
 import orjson
 import torch
 
-from mcp.base.errors import ConfigError, MCPError, ModelFormatError
+from mcp.base.errors import ConfigError, MCPError, ModelFormatError, UnsupportedModelError
 from mcp.config.isolation import address_space_bytes
 from mcp.engine.engine import EngineOptions, NativeEngine, resolve_device
 from mcp.engine.handle import RequestHandle
@@ -137,6 +137,10 @@ class Worker:
         model_fd = os.open(spec.model_path, os.O_RDONLY | os.O_CLOEXEC)
         measured, engine = _measure_and_load(spec, model_fd)
         loaded = time.perf_counter()
+        if getattr(engine, "is_encoder", False):
+            raise UnsupportedModelError(
+                f"{spec.model_path} is an embedding model; embedding models are served in the server's process "
+                "for now: set serving.isolation: none to serve it")
         header = _header_for_supervisor(spec, engine)  # {"header_sha256": ..., "header": text or None}
         loop = EngineLoop(engine, codec.decode_loop_config(spec.loop_config), HookRegistry(), spec.name)
         channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision, **header,
