@@ -192,7 +192,10 @@ class Model:
         request = RequestOptions(**{k: v for k, v in options.items() if v is not None})
         items = [texts] if isinstance(texts, str) else check_list(texts, "texts")
         tokenizer = self._engine.tokenizer
-        inputs = [tokenizer.encode(check_text(text, f"texts[{i}]")) for i, text in enumerate(items)]
+        for index, text in enumerate(items):
+            if check_text(text, f"texts[{index}]") == "":
+                raise InvalidRequestError(f"texts[{index}] is empty: give at least one character to embed")
+        inputs = [tokenizer.encode(text) for text in items]
         handle = self.start_embedding(inputs, request)
         try:
             done = handle.wait()
