@@ -85,7 +85,7 @@ class EmbeddingLoop:
                  name: str = "encoder") -> None:
         self.engine, self.hooks = engine, hooks or HookRegistry()
         self.max_context = engine.max_context
-        self.limits, self.policy = config.scheduler, config.make_policy()
+        self.config, self.limits, self.policy = config, config.scheduler, config.make_policy()
         self.pooling = engine.header.architecture.pooling
         self._cond = threading.Condition()
         self._waiting: list[Request] = []
