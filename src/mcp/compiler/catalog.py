@@ -92,7 +92,7 @@ def compiled_path(name: str, home: Path | None = None) -> Path:
 def fetch_source(name: str, home: Path | None = None) -> Path:
     """Return the path of the catalog model's GGUF in the cache, fetching it if missing."""
     entry = lookup(name)
-    target = (home or mcp_home()) / "sources" / entry.gguf_name
+    target = (home or mcp_home()) / "sources" / (entry.name if entry.folder else entry.gguf_name)
     if target.exists() and _source_sha256(entry, target) == entry.gguf_sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
