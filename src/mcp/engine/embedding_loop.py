@@ -83,7 +83,7 @@ class EmbeddingLoop:
 
     def __init__(self, engine, config: LoopConfig = LoopConfig(), hooks: HookRegistry | None = None,
                  name: str = "encoder") -> None:
-        self.engine, self.hooks = engine, hooks or HookRegistry()
+        self.engine, self.hooks, self.name = engine, hooks or HookRegistry(), name
         self.max_context = engine.max_context
         self.config, self.limits, self.policy = config, config.scheduler, config.make_policy()
         self.pooling = engine.header.architecture.pooling
@@ -119,7 +119,7 @@ class EmbeddingLoop:
         return handle
 
     def submit(self, prompt_ids, params, options=RequestOptions()):
-        raise InvalidRequestError(f"{self.engine.header.name!r} is an embedding model ({self.pooling.mode} pooling); "
+        raise InvalidRequestError(f"{self.name!r} is an embedding model ({self.pooling.mode} pooling); "
                                   "it cannot generate text: ask it for embeddings (/v1/embeddings, model.embed)")
 
     def cancel(self, request_id: str) -> None:
@@ -147,7 +147,7 @@ class EmbeddingLoop:
         if not ids:
             raise InvalidRequestError(f"input {index} is empty: give at least one token of text")
         if len(ids) > self.max_context:
-            raise ContextLengthError(f"input {index} has {len(ids)} tokens but {self.engine.header.name!r} embeds at "
+            raise ContextLengthError(f"input {index} has {len(ids)} tokens but {self.name!r} embeds at "
                                      f"most {self.max_context} tokens an input (its special tokens included); "
                                      "shorten or split it")
         vocab = self.engine.header.architecture.vocab_size
