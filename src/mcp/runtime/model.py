@@ -205,16 +205,16 @@ class Model:
         vectors = tuple(tuple(row) for row in done.vectors.tolist())
         return EmbedResult(vectors, done.num_tokens, self.name, done.total_s)
 
-    def start_embedding(self, inputs_ids: Sequence[Sequence[int]], request: RequestOptions) -> EmbeddingHandle:
+    def start_embedding(self, inputs_ids: Sequence[Sequence[int]], request: RequestOptions) -> EmbeddingHandle:  # or a worker's
         """The typed form of ``embed`` for a caller that holds token ids and checked options
         (serving): queued now, batched with other requests by the encoder's loop."""
-        loop = self._live_loop()
-        if not isinstance(loop, EmbeddingLoop):
+        embed = getattr(self._live_loop(), "embed", None)  # an EmbeddingLoop, or a worker's loop of one
+        if not self.embeds or embed is None:
             pooling = self.header.architecture.pooling
             why = ("declares a pooling, but embeddings from a decoder are not served yet" if pooling
                    else "generates text and declares no pooling, so it cannot embed")
             raise InvalidRequestError(f"model {self.name!r} {why}; use an embedding model such as all-minilm-l6-v2")
-        return loop.embed(inputs_ids, request)
+        return embed(inputs_ids, request)
 
     # -- checking a call ------------------------------------------------------------------
     def _prompt_request(

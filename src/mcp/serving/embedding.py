@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import anyio.to_thread
 import torch
 
-from mcp.base.errors import InvalidRequestError
+from mcp.base.errors import ContextLengthError, InvalidRequestError
 from mcp.engine.handle import RequestOptions
 from mcp.engine.scheduler.slo import SLOClass
 from mcp.serving.errors import FieldError, describe
@@ -89,7 +89,7 @@ async def run_embedding(state: ServerState, tenant: Tenant, request: EmbeddingRe
         if state.governance is not None:
             inference, version, inputs = await _admit(state, version, request, inputs)
         _check_dimensions(version, request.dimensions)
-        handle = version.model.start_embedding(inputs, request.scheduling())
+        handle = _start(version, inputs, request)
         try:
             done = await anyio.to_thread.run_sync(handle.wait)
         except BaseException:
@@ -106,6 +106,17 @@ async def run_embedding(state: ServerState, tenant: Tenant, request: EmbeddingRe
     finally:
         state.host.release(version)
         state.limiter.record_tokens(tenant, used)
+
+
+def _start(version: ModelVersion, inputs: list[list[int]], request: EmbeddingRequest):
+    """Queue the inputs; a refusal names the field it is about (``model`` for a generation model,
+    ``input`` for a bad token id), as a schema cannot state either."""
+    try:
+        return version.model.start_embedding(inputs, request.scheduling())
+    except ContextLengthError:
+        raise
+    except InvalidRequestError as error:
+        raise FieldError(str(error), "input" if version.model.embeds else "model") from None
 
 
 def _token_ids(version: ModelVersion, request: EmbeddingRequest) -> list[list[int]]:

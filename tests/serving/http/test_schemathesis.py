@@ -34,7 +34,10 @@ LIMITED = {"max_tokens", "max_completion_tokens", "n", "prompt", "messages", "wi
 # Rules across fields that a static schema does not state: a tool_choice naming a function not in
 # tools (or forcing a call with none), tools and the legacy functions both, two tools of one name.
 CROSS_FIELD = {"tool_choice": ("not in tools", "no tools"), "function_call": ("legacy form",),
-               "functions": ("legacy form",), "tools": ("same function twice",)}
+               "functions": ("legacy form",), "tools": ("same function twice",),
+               # /v1/embeddings: what the served model can do, which no static schema states
+               "model": ("cannot embed", "is an embedding model"), "dimensions": ("cannot shorten",),
+               "input": ("token ids are integers in",)}
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
