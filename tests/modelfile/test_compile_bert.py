@@ -67,3 +67,13 @@ def test_bad_json_names_the_file(folder):
 def test_compile_writes_a_file_that_opens(folder, tmp_path):
     header = compile_model(folder, tmp_path / "m.mcp", precision="fp32")
     assert header.architecture.architecture == "bert" and header.lineage.source_format == "hf-safetensors"
+
+
+def test_inspect_says_how_it_embeds(minilm_mcp):
+    from mcp.modelfile.inspect import describe
+    from mcp.modelfile.reader import open_model
+
+    with open_model(minilm_mcp) as model_file:
+        text = describe(model_file, show_plan=False, show_tensors=False)
+    assert "embeddings       mean pooling, L2-normalized, 384 dims, inputs up to 256 tokens" in text
+    assert "LayerNorm eps    1e-12" in text and "RoPE" not in text
