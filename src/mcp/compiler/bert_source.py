@@ -21,11 +21,10 @@ from typing import Any
 from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.compiler.compiler import SourceModel, SourceTensor
 from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
-from mcp.modelfile.spec import ArchitectureConfig, Pooling, TokenizerSpec
+from mcp.compiler.sentence_config import read_json, sentence_pooling
+from mcp.modelfile.spec import ArchitectureConfig, TokenizerSpec
 
 _SKIPPED = ("embeddings.position_ids", "pooler.dense.weight", "pooler.dense.bias")  # a buffer; the unused pooler
-_POOLING_MODES = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls",
-                  "pooling_mode_lasttoken": "last"}
 
 
 def load_bert_folder(folder: Path, config: dict[str, Any], tensors: list[SourceTensor],
@@ -68,42 +67,13 @@ def _architecture(folder: Path, config: dict[str, Any]) -> ArchitectureConfig:
         raise ModelFormatError(f"{folder}/config.json: missing or bad value {exc!r}") from None
 
 
-def sentence_pooling(folder: Path, max_positions: int) -> Pooling:
-    """The pooling sentence-transformers applies to this folder's model (see the module doc)."""
-    modules = _json(folder / "modules.json", [])
-    if not isinstance(modules, list):
-        raise ModelFormatError(f"{folder}/modules.json: expected a list of modules")
-    kinds = {str(m.get("type", "")).rsplit(".", 1)[-1]: m for m in modules if isinstance(m, dict)}
-    mode = "mean"
-    if "Pooling" in kinds:
-        pooling = _json(folder / str(kinds["Pooling"].get("path", "")) / "config.json", {})
-        chosen = [mode for key, mode in _POOLING_MODES.items() if pooling.get(key)]
-        others = [key for key, value in pooling.items() if key.startswith("pooling_mode") and value
-                  and key not in _POOLING_MODES]
-        if len(chosen) != 1 or others:
-            raise UnsupportedModelError(f"{folder}: the Pooling module asks for {sorted(k for k, v in pooling.items() if k.startswith('pooling_mode') and v)}; "
-                                        "one of mean, CLS or last-token pooling is supported")
-        mode = chosen[0]
-    limit = _json(folder / "sentence_bert_config.json", {}).get("max_seq_length") or max_positions
-    return Pooling(mode=mode, normalize="Normalize" in kinds, max_tokens=min(int(limit), max_positions))
-
-
 def bert_tokenizer(folder: Path) -> TokenizerSpec:
     """The folder's WordPiece tokenizer, with ``[CLS] text [SEP]`` around every input as BERT was trained."""
     spec = tokenizer_spec_from_hf_folder(folder)
-    config = _json(folder / "special_tokens_map.json", {}) | _json(folder / "tokenizer_config.json", {})
+    config = read_json(folder / "special_tokens_map.json", {}) | read_json(folder / "tokenizer_config.json", {})
     vocab = json.loads(spec.tokenizer_json)["model"].get("vocab", {})
     cls, sep = config.get("cls_token", "[CLS]"), config.get("sep_token", "[SEP]")
     if cls not in vocab or sep not in vocab:
         raise ModelFormatError(f"{folder}: the tokenizer has no {cls!r} or {sep!r} token; a BERT tokenizer has both")
     return replace(spec, bos_token=cls, bos_token_id=vocab[cls], eos_token=sep, eos_token_ids=(vocab[sep],),
                    add_bos_token=True, add_eos_token=True, chat_template=None)
-
-
-def _json(path: Path, default: Any) -> Any:
-    if not path.is_file():
-        return default
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFormatError(f"{path}: not valid JSON ({exc})") from None

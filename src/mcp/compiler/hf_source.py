@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,10 @@ def load_hf_folder(folder: Path) -> SourceModel:
 
         return load_bert_folder(folder, config, tensors, folder_sha256(folder), readme_license(folder))
     architecture, recipe = _architecture(folder, config, {t.name for t in tensors})
+    if (folder / "modules.json").is_file():  # a sentence-transformers decoder: it declares how it embeds
+        from mcp.compiler.sentence_config import sentence_pooling
+
+        architecture = replace(architecture, pooling=sentence_pooling(folder, architecture.max_position_embeddings))
     if architecture.tie_word_embeddings:
         tensors = [t for t in tensors if t.name != "lm_head.weight"]
     return SourceModel(

@@ -11,6 +11,9 @@ same hooks (``on_sequence_start`` as a step takes an input, ``on_generation_comp
 its vector is ready: serving's metrics and audit see embeddings as they see completions).
 The inputs of one step are right-padded into one batch [B, T] and pooled as the model's
 ``Pooling`` says (engine/pooling.py). ``submit`` of a generation raises: an encoder only embeds.
+A decoder that declares a pooling (a sentence-transformers Qwen2, say) embeds through a loop of
+its own beside its generation loop: each step runs its inputs through a contiguous cache of
+their own, causal attention keeping each row's right-padding unseen.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import torch
 from mcp.base.errors import CapacityError, ContextLengthError, EngineError, InvalidRequestError, MCPError, RequestCancelled
 from mcp.engine.handle import RequestOptions
 from mcp.engine.hooks import GenerationCompleted, HookRegistry, RequestTimings, SequenceStarted
+from mcp.engine.layers.attention import attention_inputs
 from mcp.engine.live import LoopStats
 from mcp.engine.loop_config import LoopConfig
 from mcp.engine.pooling import pool
@@ -220,14 +224,19 @@ class EmbeddingLoop:
 
     def _forward(self, inputs: list[list[int]]) -> torch.Tensor:
         """Right-padded inputs [B, T] through the encoder, pooled: fp32 [B, hidden]."""
-        device = self.engine.model.device
+        device = self.engine.device
         length = max(map(len, inputs))
         ids = torch.zeros(len(inputs), length, dtype=torch.long)
         for row, input_ids in enumerate(inputs):
             ids[row, :len(input_ids)] = torch.tensor(input_ids)
         lengths = torch.tensor([len(i) for i in inputs])
         mask = torch.arange(length)[None, :] < lengths[:, None]
-        hidden = self.engine.model(ids.to(device), mask.to(device))
+        model, ids = self.engine.model, ids.to(device)
+        if self.engine.is_encoder:
+            hidden = model(ids, mask.to(device))
+        else:  # a decoder that declares a pooling: causal, so right-padding is never seen by a real token
+            cache = model.new_cache(len(inputs), length)
+            hidden = model(ids, cache, attention_inputs([0] * len(inputs), length, cache))
         return pool(hidden, lengths.to(device), self.pooling).cpu()
 
     def _started(self, request: Request, now: float) -> None:

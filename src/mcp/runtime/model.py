@@ -72,6 +72,9 @@ class Model:
         self._hooks = HookRegistry()
         make_loop = make_loop or (lambda hooks: _in_process_loop(engine, loop_config, hooks, name))
         self._loop: RequestLoop | None = make_loop(self._hooks)
+        # a decoder that declares a pooling also embeds, in process, through a loop of its own
+        self._embedding_loop = (EmbeddingLoop(engine, loop_config, self._hooks, name)
+                                if self.embeds and isinstance(engine, NativeEngine) and not engine.is_encoder else None)
         self._lock = threading.Lock()  # guards _engine/_loop against unload
 
     @property
@@ -96,8 +99,9 @@ class Model:
 
     @property
     def embeds(self) -> bool:
-        """True for an embedding model (an encoder): it answers ``embed``, never ``infer``."""
-        return is_encoder(self.header.architecture.architecture)
+        """True for a model that answers ``embed``: an encoder (which never generates), or a decoder
+        that declares a pooling (which also generates)."""
+        return is_encoder(self.header.architecture.architecture) or self.header.architecture.pooling is not None
 
     @property
     def defaults(self) -> GenerationDefaults:
@@ -208,11 +212,12 @@ class Model:
     def start_embedding(self, inputs_ids: Sequence[Sequence[int]], request: RequestOptions) -> EmbeddingHandle:  # or a worker's
         """The typed form of ``embed`` for a caller that holds token ids and checked options
         (serving): queued now, batched with other requests by the encoder's loop."""
-        embed = getattr(self._live_loop(), "embed", None)  # an EmbeddingLoop, or a worker's loop of one
+        loop = self._live_loop()
+        embed = getattr(self._embedding_loop or loop, "embed", None)  # an EmbeddingLoop, or a worker's of one
         if not self.embeds or embed is None:
             pooling = self.header.architecture.pooling
-            why = ("declares a pooling, but embeddings from a decoder are not served yet" if pooling
-                   else "generates text and declares no pooling, so it cannot embed")
+            why = ("declares a pooling, but a decoder embeds only in the server's process "
+                   "(serving.isolation: none)" if pooling else "generates text and declares no pooling, so it cannot embed")
             raise InvalidRequestError(f"model {self.name!r} {why}; use an embedding model such as all-minilm-l6-v2")
         return embed(inputs_ids, request)
 
@@ -309,16 +314,19 @@ class Model:
         InvalidRequestError. Idempotent. ``Session.unload_model`` also forgets the model."""
         with self._lock:
             loop, self._loop = self._loop, None
+            embedding_loop, self._embedding_loop = self._embedding_loop, None
             self._engine = UnloadedEngine.of(self._engine)
-        if loop is not None:
-            loop.close()
+        for closing in (loop, embedding_loop):
+            if closing is not None:
+                closing.close()
 
     def __del__(self) -> None:
         # A model dropped without unload (a Session never closed) must not keep its loop thread,
         # weights and KV cache alive: the thread holds the loop, not the model.
-        loop = getattr(self, "_loop", None)
-        if loop is not None:
-            loop.close()
+        for name in ("_loop", "_embedding_loop"):
+            loop = getattr(self, name, None)
+            if loop is not None:
+                loop.close()
 
     def __repr__(self) -> str:
         return f"Model(name={self.name!r}, path={str(self.path)!r}, precision={self.precision!r})"

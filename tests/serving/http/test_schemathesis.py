@@ -95,7 +95,7 @@ def _headers(key: str | None) -> dict[str, str]:
 def test_every_operation_passes_every_check(api_schema, key):
     # Driven by hand (not schemathesis' pytest plugin, whose fixture loader fails on this pytest).
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    assert len(operations) == 8  # /v1/models[/{id}], chat, completions, /health, /ready, GET and POST /admin/models
+    assert len(operations) == 9  # /v1/models[/{id}], chat, completions, embeddings, /health, /ready, GET and POST /admin/models
     for operation in operations:
         @settings(FAST, max_examples=12 * SCALE)
         @given(case=operation.as_strategy())
