@@ -72,9 +72,10 @@ class Model:
         self._hooks = HookRegistry()
         make_loop = make_loop or (lambda hooks: _in_process_loop(engine, loop_config, hooks, name))
         self._loop: RequestLoop | None = make_loop(self._hooks)
-        # a decoder that declares a pooling also embeds, in process, through a loop of its own
+        # a decoder that declares a pooling also embeds, in process, through a loop of its own (a
+        # worker's view has no header yet here: it is filled from the worker's ready frame)
         self._embedding_loop = (EmbeddingLoop(engine, loop_config, self._hooks, name)
-                                if self.embeds and isinstance(engine, NativeEngine) and not engine.is_encoder else None)
+                                if isinstance(engine, NativeEngine) and not engine.is_encoder and self.embeds else None)
         self._lock = threading.Lock()  # guards _engine/_loop against unload
 
     @property
