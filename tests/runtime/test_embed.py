@@ -85,3 +85,18 @@ def test_a_decoder_cannot_embed(smollm2_auto_mcp):
         with pytest.raises(InvalidRequestError, match="generates text and declares no pooling, so it cannot embed"):
             model.embed("Hello")
         assert not model.embeds
+
+
+def test_the_encoder_loop_is_a_request_loop_and_unload_closes_it(minilm_mcp):
+    from mcp.engine.contracts import RequestLoop
+    from mcp.engine.embedding_loop import EmbeddingLoop
+
+    with session_with() as session:
+        model = session.load_model(str(minilm_mcp))
+        loop = model.loop
+        assert isinstance(loop, EmbeddingLoop) and isinstance(loop, RequestLoop)
+        assert loop.max_context == model.max_context == 256
+        model.unload()
+        assert loop.closed
+        with pytest.raises(InvalidRequestError, match="has been unloaded; load it again"):
+            model.embed("hello")
