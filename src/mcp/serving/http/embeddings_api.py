@@ -29,18 +29,18 @@ from mcp.serving.request import trace_context
 from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
 
-TokenId = Annotated[int, Field(ge=0, le=(1 << 31) - 1)]
+TokenId = Annotated[int, Field(ge=0, le=(1 << 31) - 1), s._INTEGRAL]  # JSON's 5.0 is an integer, as the schema says
 TokenArray = Annotated[list[TokenId], Field(min_length=1)]
 
 router = APIRouter(tags=["openai"])
 
 
 class EmbeddingBody(s._Request):
-    input: s.Text | Annotated[list[s.Text], Field(min_length=1, max_length=MAX_INPUTS)] | TokenArray | \
+    input: s.NonEmptyText | Annotated[list[s.NonEmptyText], Field(min_length=1, max_length=MAX_INPUTS)] | TokenArray | \
         Annotated[list[TokenArray], Field(min_length=1, max_length=MAX_INPUTS)]
     model: str = ""
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: Annotated[int, Field(ge=1)] | None = None
+    dimensions: Annotated[int, Field(ge=1), s._INTEGRAL] | None = None
     user: str | None = None
 
 
