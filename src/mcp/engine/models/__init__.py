@@ -1,4 +1,8 @@
-"""Model architectures, looked up by the family name in the ``.mcp`` header."""
+"""Model architectures, looked up by the family name in the ``.mcp`` header.
+
+A registry keyed by the architecture: each entry names the module and class, imported only
+when a model of that family loads. Decoders (``llama``) generate; encoders (``bert``) embed.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,10 @@ import importlib
 from mcp.base.errors import UnsupportedModelError
 
 # family -> (module, class); imported lazily, only the family a file names
-_REGISTRY = {
+_REGISTRY: dict[str, tuple[str, str]] = {
     "llama": ("mcp.engine.models.llama", "LlamaForCausalLM"),
     "gemma3": ("mcp.engine.models.gemma3", "Gemma3ForCausalLM"),
+    "bert": ("mcp.engine.models.bert", "BertModel"),
 }
 SUPPORTED_ARCHITECTURES = tuple(_REGISTRY)
 
@@ -23,3 +28,8 @@ def model_class(architecture: str) -> type:
         )
     module, name = _REGISTRY[architecture]
     return getattr(importlib.import_module(module), name)
+
+
+def is_encoder(architecture: str) -> bool:
+    """True for a family that only embeds (no KV cache, no output head, no generation)."""
+    return architecture == "bert"

@@ -21,7 +21,9 @@ import anyio.to_thread
 import grpc
 
 from mcp.base.errors import MCPError
+from mcp.serving.embedding import run_embedding
 from mcp.serving.grpc import convert
+from mcp.serving.grpc.embed import embed_response, embedding_request_of
 from mcp.serving.grpc._gen import inference_pb2 as pb
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 from mcp.serving.grpc.context import Metadata, RequestContext, current
@@ -66,6 +68,16 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                 raise
             finally:
                 reply.finish()
+
+    async def Embed(self, request: pb.EmbedRequest, context: grpc.aio.ServicerContext) -> pb.EmbedResponse:
+        """The HTTP API's /v1/embeddings: the same typed request and lifecycle (serving/embedding.py)."""
+        async with errors_as_status(context):
+            caller = current()
+            served = embedding_request_of(request, caller, context.invocation_metadata(), self._state.config,
+                                          f"grpc /{SERVICE_NAME}/Embed")
+            self._state.limiter.admit(caller.caller.tenant)
+            answer = await run_embedding(self._state, caller.caller.tenant, served)
+            return embed_response(served, answer)
 
     async def ListModels(self, request: pb.ListModelsRequest,
                          context: grpc.aio.ServicerContext) -> pb.ListModelsResponse:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from mcp.serving.http import admin_api, attestation_api, messages_api, openai_api, ops_api, responses_api
+from mcp.serving.http import (admin_api, attestation_api, embeddings_api, messages_api, openai_api, ops_api,
+                              responses_api)
 from mcp.serving.http.errors import BodyLimit, error_response, field_error, install_error_handlers  # noqa: F401
 from mcp.serving.state import FAULT_DELAY_ENV, ServerState, fault_delay_from_env  # noqa: F401
 
@@ -17,7 +18,7 @@ from mcp.serving.state import FAULT_DELAY_ENV, ServerState, fault_delay_from_env
 def create_app(state: ServerState) -> FastAPI:
     app = FastAPI(title="MCP 2026", version="1", summary="OpenAI-compatible inference API")
     app.state.server = state
-    for module in (openai_api, responses_api, messages_api, admin_api, ops_api, attestation_api):
+    for module in (openai_api, responses_api, messages_api, embeddings_api, admin_api, ops_api, attestation_api):
         app.include_router(module.router)
     install_error_handlers(app)
     app.openapi = lambda: _openapi_without_422(app)

@@ -34,6 +34,7 @@ import torch
 
 from mcp.base.errors import ConfigError, MCPError, ModelFormatError
 from mcp.config.isolation import address_space_bytes
+from mcp.engine.embedding_loop import EmbeddingLoop
 from mcp.engine.engine import EngineOptions, NativeEngine, resolve_device
 from mcp.engine.handle import RequestHandle
 from mcp.engine.hooks import HookRegistry
@@ -45,6 +46,7 @@ from mcp.serving.isolation import codec
 from mcp.serving.isolation.probe import measure_isolation
 from mcp.serving.isolation.sandbox import enter_sandbox, libc, limit_address_space
 from mcp.serving.isolation.spec import WorkerLaunch, WorkerSpec
+from mcp.serving.isolation.worker_embed import answer_embedding
 from mcp.serving.isolation.wire import MAX_FRAME_BYTES, ChannelClosed, FrameChannel
 
 logger = logging.getLogger("mcp.serving.isolation")
@@ -138,7 +140,8 @@ class Worker:
         measured, engine = _measure_and_load(spec, model_fd)
         loaded = time.perf_counter()
         header = _header_for_supervisor(spec, engine)  # {"header_sha256": ..., "header": text or None}
-        loop = EngineLoop(engine, codec.decode_loop_config(spec.loop_config), HookRegistry(), spec.name)
+        kind = EmbeddingLoop if engine.is_encoder else EngineLoop  # an encoder embeds (worker_embed.py)
+        loop = kind(engine, codec.decode_loop_config(spec.loop_config), HookRegistry(), spec.name)
         channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision, **header,
                       "plan": {name: plan.decode for name, plan in engine.plan.by_tensor.items()},
                       "max_context": engine.max_context, "device": str(engine.device),
@@ -172,6 +175,8 @@ class Worker:
             handle = self._live.get(int(message["sid"]))
             if handle is not None:
                 handle.cancel()
+        elif op == "embed":
+            answer_embedding(self.loop, message, self._reply)
         elif op == "stats":
             self._reply(message, asdict(self.loop.stats()))
         elif op == "probe":

@@ -28,6 +28,7 @@ from mcp.serving.isolation.process import WorkerProcess
 from mcp.serving.isolation.spares import SpareWorkers
 from mcp.serving.isolation.spec import WorkerSpec
 from mcp.serving.isolation.supervisor import WorkerSupervisor
+from mcp.serving.isolation.worker_embed import WorkerEmbedding
 
 _CALL_TIMEOUT_S = 30.0  # a submit is a few ms of admission; past this the worker is stuck
 
@@ -92,6 +93,14 @@ class WorkerLoop:
             raise
         self._start(request, sid)
         return handle
+
+    def embed(self, inputs_ids: Sequence[Sequence[int]], options: RequestOptions = RequestOptions()) -> WorkerEmbedding:
+        """An embedding request for the worker's encoder (worker_embed.py); it runs on ``wait``."""
+        if self._closed:
+            raise InvalidRequestError("this model's worker is stopped (the model was unloaded); load it again")
+        call = lambda op, timeout, **fields: self.supervisor.running(  # noqa: E731
+            self.supervisor.spec.limits.start_timeout_s).call(op, timeout, **fields)
+        return WorkerEmbedding(call, self.hooks, f"emb-{next(self._ids)}", inputs_ids, options, time.monotonic)
 
     def cancel(self, request_id: str) -> None:
         """End ``request_id`` (``req-N``) at the worker's next step. Never blocks."""

@@ -44,6 +44,11 @@ class InferenceServiceStub:
                 request_serializer=mcp_dot_v1_dot_inference__pb2.InferRequest.SerializeToString,
                 response_deserializer=mcp_dot_v1_dot_inference__pb2.InferStreamResponse.FromString,
                 _registered_method=True)
+        self.Embed = channel.unary_unary(
+                '/mcp.v1.InferenceService/Embed',
+                request_serializer=mcp_dot_v1_dot_inference__pb2.EmbedRequest.SerializeToString,
+                response_deserializer=mcp_dot_v1_dot_inference__pb2.EmbedResponse.FromString,
+                _registered_method=True)
         self.ListModels = channel.unary_unary(
                 '/mcp.v1.InferenceService/ListModels',
                 request_serializer=mcp_dot_v1_dot_inference__pb2.ListModelsRequest.SerializeToString,
@@ -79,6 +84,14 @@ class InferenceServiceServicer:
     def InferStream(self, request, context):
         """Generate a completion, one message per token as the engine produces it; the last message
         carries the finish reason and the usage. Cancelling the call stops the sequence.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Embed(self, request, context):
+        """Embed texts (or token arrays) with an embedding model: one vector per input, in order.
+        A generation model is INVALID_ARGUMENT; so is an input past the model's limit (named).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -124,6 +137,11 @@ def add_InferenceServiceServicer_to_server(servicer, server):
                     servicer.InferStream,
                     request_deserializer=mcp_dot_v1_dot_inference__pb2.InferRequest.FromString,
                     response_serializer=mcp_dot_v1_dot_inference__pb2.InferStreamResponse.SerializeToString,
+            ),
+            'Embed': grpc.unary_unary_rpc_method_handler(
+                    servicer.Embed,
+                    request_deserializer=mcp_dot_v1_dot_inference__pb2.EmbedRequest.FromString,
+                    response_serializer=mcp_dot_v1_dot_inference__pb2.EmbedResponse.SerializeToString,
             ),
             'ListModels': grpc.unary_unary_rpc_method_handler(
                     servicer.ListModels,
@@ -200,6 +218,33 @@ class InferenceService:
             '/mcp.v1.InferenceService/InferStream',
             mcp_dot_v1_dot_inference__pb2.InferRequest.SerializeToString,
             mcp_dot_v1_dot_inference__pb2.InferStreamResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Embed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/mcp.v1.InferenceService/Embed',
+            mcp_dot_v1_dot_inference__pb2.EmbedRequest.SerializeToString,
+            mcp_dot_v1_dot_inference__pb2.EmbedResponse.FromString,
             options,
             channel_credentials,
             insecure,
