@@ -130,6 +130,7 @@ def test_a_chat_streams_into_the_page(admin, console_server, tmp_path):
     assert page.evaluate("window.updates") > 3  # token by token, not one block at the end
     timings = page.inner_text("#pg-timings")
     assert "Served by\nsmollm2:" in timings and "completion" in timings and "First token" in timings
+    assert "Precision plan\n" in timings and "mcp-q4_1" in timings
     _shoot(page, "playground", tmp_path)
 
 
@@ -219,13 +220,32 @@ def test_every_page_has_labels_contrast_and_keyboard_use(admin, tmp_path):
         page.wait_for_load_state("networkidle")
         problems = page.evaluate(ACCESSIBILITY_CHECK, f"#page-{name}")
         assert problems == [], f"{name}: {problems}"
-        if name not in ("playground", "overview", "models"):
+        if name in ("tenants", "audit"):
             _shoot(page, name, tmp_path)
     page.focus("nav button[data-page='overview']")
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")  # the second nav button: Playground
     page.wait_for_selector("#page-playground:not([hidden])")
     assert page.evaluate("document.activeElement.id") == "main"
+
+
+def test_compliance_shows_the_report_in_place_and_downloads_a_bundle(admin, tmp_path):
+    page = admin.page
+    admin.open("compliance")
+    page.wait_for_selector("#gaps-list li")
+    page.select_option("#co-framework", "gdpr")
+    page.get_by_role("button", name="Show the live report").click()
+    report = page.frame_locator("#report-frame")
+    report.locator("text=General Data Protection Regulation").first.wait_for()
+    with page.expect_download() as caught:
+        page.get_by_role("button", name="Download the signed bundle").click()
+    download = caught.value
+    saved = tmp_path / download.suggested_filename
+    download.save_as(saved)
+    assert download.suggested_filename.startswith("smollm2-") and saved.read_bytes()[:2] == b"PK"
+    assert "Signed bundle ready" in page.inner_text("#bundle-result")
+    assert admin.external() == []
+    _shoot(page, "compliance", tmp_path)
 
 
 def test_the_chain_check_passes_then_fails_after_a_record_is_edited(admin, console_server, tmp_path):

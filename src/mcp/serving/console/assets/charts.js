@@ -48,9 +48,10 @@ class LineChart {
       ctx.lineWidth = 2;
       ctx.beginPath();
       let started = false;
+      const offset = this.capacity - list.length; // the newest value sits at the right edge
       list.forEach((v, i) => {
         if (v === null) { started = false; return; }
-        const x = pad + (i / Math.max(this.capacity - 1, 1)) * (width - pad - 4);
+        const x = pad + ((offset + i) / Math.max(this.capacity - 1, 1)) * (width - pad - 4);
         const y = 4 + (1 - v / top) * (height - pad - 4);
         if (started) ctx.lineTo(x, y); else ctx.moveTo(x, y);
         started = true;

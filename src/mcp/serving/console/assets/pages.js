@@ -58,6 +58,7 @@ const Playground = {
     const chosen = select.value;
     select.replaceChildren(...listing.data.map((m) => el("option", m.id)));
     if (chosen) select.value = chosen;
+    if (Console.who.admin) await Models.learnPlans();
   },
 
   body() {
@@ -126,9 +127,14 @@ const Playground = {
 const Models = {
   plans: {},
 
-  async enter() {
+  async learnPlans() {
     const versions = await Console.api("/console/api/models");
     for (const v of versions) this.plans[`${v.name}:${v.version}`] = this.plan(v);
+    return versions;
+  },
+
+  async enter() {
+    const versions = await this.learnPlans();
     fillTable(document.getElementById("models-table"), versions.map((v) => [
       `${v.name}:${v.version}`, v.current ? "yes" : "no", v.file, this.plan(v), fmtBytes(v.file_bytes),
       v.in_flight, fmtS(v.load_to_ready_s), this.actions(v)]));
