@@ -7,60 +7,23 @@ shows them); without it they go to the test's temporary folder.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from console_browser import ACCESSIBILITY_CHECK, Watched, launched_chromium, screenshot, wait_until
 
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium")
 ADMIN, USER = "console-admin-key", "console-acme-key"  # conftest.py's tenants ops (admin) and acme
 PAGES = ("overview", "playground", "models", "tenants", "audit", "compliance")
-
-playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the test extra)")
-if CHROMIUM is None:
-    pytest.skip("chromium is missing: run .ci/browser (apt-get install chromium)", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def browser():
-    with playwright_api.sync_playwright() as driver:
-        launched = driver.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+    with launched_chromium() as launched:
         yield launched
-        launched.close()
-
-
-class Watched:
-    """A page with every request it made and every console message it printed."""
-
-    def __init__(self, browser, server_url: str) -> None:
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
-        self.requests: list[str] = []
-        self.messages: list[str] = []
-        self.page.on("request", lambda request: self.requests.append(request.url))
-        self.page.on("console", lambda message: self.messages.append(f"{message.type}: {message.text}"))
-        self.page.on("dialog", lambda dialog: dialog.accept())
-        self.url = server_url
-
-    def sign_in(self, key: str):
-        page = self.page
-        response = page.goto(self.url + "/console")
-        page.get_by_label("API key").fill(key)
-        page.get_by_role("button", name="Sign in").click()
-        page.wait_for_selector("#who:has-text('Signed in')")
-        return response
-
-    def open(self, name: str) -> None:
-        self.page.get_by_role("button", name=name.capitalize(), exact=True).click()
-        self.page.wait_for_selector(f"#page-{name}:not([hidden])")
-
-    def external(self) -> list[str]:
-        return [url for url in self.requests if not url.startswith((self.url + "/", "blob:", "data:"))]
 
 
 @pytest.fixture
@@ -69,22 +32,6 @@ def admin(browser, console_server):
     watched.sign_in(ADMIN)
     yield watched
     watched.page.close()
-
-
-def wait_until(page, expression: str, timeout: float = 30_000) -> None:
-    """Poll ``expression`` in the page until it is true. Playwright's wait_for_function evaluates
-    its predicate with eval, which the console's CSP (no 'unsafe-eval') rightly refuses."""
-    deadline = time.monotonic() + timeout / 1000
-    while not page.evaluate(f"() => Boolean({expression})"):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout / 1000:.0f} s: {expression}")
-        page.wait_for_timeout(200)
-
-
-def _shoot(page, name: str, tmp_path: Path) -> None:
-    folder = Path(os.environ.get("MCP_CONSOLE_SCREENSHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / f"console-{name}.png"), full_page=True)
 
 
 def test_sign_in_with_a_strict_csp_and_no_request_leaves_the_server(browser, console_server, tmp_path):
@@ -131,7 +78,7 @@ def test_a_chat_streams_into_the_page(admin, console_server, tmp_path):
     timings = page.inner_text("#pg-timings")
     assert "Served by\nsmollm2:" in timings and "completion" in timings and "First token" in timings
     assert "Precision plan\n" in timings and "mcp-q4_1" in timings
-    _shoot(page, "playground", tmp_path)
+    screenshot(page, "playground", tmp_path)
 
 
 def _burst(url: str, num_requests: int) -> list[int]:
@@ -159,7 +106,7 @@ def test_the_charts_move_after_a_burst(admin, console_server, tmp_path):
     rows = page.inner_text("#ov-classes tbody")
     assert "smollm2:1" in rows and "medium" in rows
     assert float(page.inner_text("#ov-ttft-p95")) > 0
-    _shoot(page, "overview", tmp_path)
+    screenshot(page, "overview", tmp_path)
 
 
 def test_a_swap_under_traffic_drops_nothing_and_shows_the_new_version(admin, console_server, tmp_path):
@@ -184,7 +131,7 @@ def test_a_swap_under_traffic_drops_nothing_and_shows_the_new_version(admin, con
         traffic.join()
     assert statuses and set(statuses) == {200}
     assert "smollm2:2\nyes" in page.inner_text("#models-table tbody").replace("\t", "\n")
-    _shoot(page, "models", tmp_path)
+    screenshot(page, "models", tmp_path)
     admin.open("overview")
     wait_until(page, "[...document.querySelectorAll('#ov-versions tbody tr')]"
                            ".some(r => r.textContent.startsWith('smollm2:2') && r.cells[1].textContent === 'yes')")
@@ -221,7 +168,7 @@ def test_every_page_has_labels_contrast_and_keyboard_use(admin, tmp_path):
         problems = page.evaluate(ACCESSIBILITY_CHECK, f"#page-{name}")
         assert problems == [], f"{name}: {problems}"
         if name in ("tenants", "audit"):
-            _shoot(page, name, tmp_path)
+            screenshot(page, name, tmp_path)
     page.focus("nav button[data-page='overview']")
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")  # the second nav button: Playground
@@ -245,7 +192,7 @@ def test_compliance_shows_the_report_in_place_and_downloads_a_bundle(admin, tmp_
     assert download.suggested_filename.startswith("smollm2-") and saved.read_bytes()[:2] == b"PK"
     assert "Signed bundle ready" in page.inner_text("#bundle-result")
     assert admin.external() == []
-    _shoot(page, "compliance", tmp_path)
+    screenshot(page, "compliance", tmp_path)
 
 
 def test_the_chain_check_passes_then_fails_after_a_record_is_edited(admin, console_server, tmp_path):
@@ -263,35 +210,3 @@ def test_the_chain_check_passes_then_fails_after_a_record_is_edited(admin, conso
     page.get_by_role("button", name="Check the chain").click()
     page.wait_for_selector("#audit-verify-result:has-text('Chain FAILED')")
     assert "record 2" in page.inner_text("#audit-verify-result") and "was edited" in page.inner_text("#audit-verify-result")
-
-
-# Every form control has a label, every button a name, and visible text a contrast of at least
-# 4.5:1 against the first opaque background behind it (WCAG 2 AA).
-ACCESSIBILITY_CHECK = """(root) => {
-  const problems = [];
-  const section = document.querySelector(root);
-  for (const control of section.querySelectorAll('input, select, textarea')) {
-    if (control.offsetParent !== null && control.labels.length === 0) problems.push(`no label: #${control.id}`);
-  }
-  for (const button of section.querySelectorAll('button')) {
-    if (!(button.getAttribute('aria-label') || button.textContent.trim())) problems.push('a button without a name');
-  }
-  const rgb = (text) => text.match(/[\\d.]+/g).map(Number);
-  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
-      .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
-  const background = (node) => {
-    for (; node; node = node.parentElement) {
-      const c = rgb(getComputedStyle(node).backgroundColor);
-      if (c.length < 4 || c[3] > 0) return c.slice(0, 3);
-    }
-    return [255, 255, 255];
-  };
-  for (const node of section.querySelectorAll('*')) {
-    const own = [...node.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
-    if (!own || node.offsetParent === null) continue;
-    const a = lum(rgb(getComputedStyle(node).color)), b = lum(background(node));
-    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-    if (ratio < 4.5) problems.push(`contrast ${ratio.toFixed(2)} on "${node.textContent.trim().slice(0, 30)}"`);
-  }
-  return problems;
-}"""

@@ -27,10 +27,10 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 SECURITY_HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
                     "Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 ASSETS = {"console.js": "text/javascript", "charts.js": "text/javascript", "pages.js": "text/javascript",
-          "console.css": "text/css"}
+          "gateway_pages.js": "text/javascript", "console.css": "text/css"}
 FRAME_EVERY_S = 1.0
 
-router = APIRouter(prefix="/console", include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
 
 def asset_bytes(name: str) -> bytes:
@@ -38,20 +38,29 @@ def asset_bytes(name: str) -> bytes:
     return resources.files("mcp.serving.console").joinpath("assets", name).read_bytes()
 
 
-@router.get("")
-@router.get("/")
-async def page() -> Response:
-    return Response(asset_bytes("index.html"), media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+def page_router(index: str) -> APIRouter:
+    """``/console`` (the page ``index``) and ``/console/assets/*``: the server's console and the
+    gateway's share the assets, each with a page of its own."""
+    pages = APIRouter(prefix="/console", include_in_schema=False)
+
+    @pages.get("")
+    @pages.get("/")
+    async def page() -> Response:
+        return Response(asset_bytes(index), media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+
+    @pages.get("/assets/{name}")
+    async def asset(name: str) -> Response:
+        if name not in ASSETS:
+            raise ModelNotFoundError(f"the console has no asset {name[:80]!r}; it serves {', '.join(sorted(ASSETS))}")
+        return Response(asset_bytes(name), media_type=f"{ASSETS[name]}; charset=utf-8", headers=SECURITY_HEADERS)
+
+    return pages
 
 
-@router.get("/assets/{name}")
-async def asset(name: str) -> Response:
-    if name not in ASSETS:
-        raise ModelNotFoundError(f"the console has no asset {name[:80]!r}; it serves {', '.join(sorted(ASSETS))}")
-    return Response(asset_bytes(name), media_type=f"{ASSETS[name]}; charset=utf-8", headers=SECURITY_HEADERS)
+router.include_router(page_router("index.html"))
 
 
-@router.get("/api/whoami")
+@router.get("/console/api/whoami")
 async def whoami(caller: Caller = Depends(caller_of), state: ServerState = Depends(state_of)) -> JSONResponse:
     """The signed-in tenant and what its role lets the page show."""
     return JSONResponse({"tenant": caller.tenant.name, "role": caller.tenant.role,
@@ -60,7 +69,7 @@ async def whoami(caller: Caller = Depends(caller_of), state: ServerState = Depen
                         headers=SECURITY_HEADERS)
 
 
-@router.get("/api/overview", dependencies=[Depends(admin_of)])
+@router.get("/console/api/overview", dependencies=[Depends(admin_of)])
 async def overview(request: Request, state: ServerState = Depends(state_of)) -> StreamingResponse:
     """Server-sent events: one ``frame`` a second (serving/console/window.py) until the page leaves."""
     window = _window_of(request, state)

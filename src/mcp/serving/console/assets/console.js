@@ -1,4 +1,5 @@
-// MCP 2026 console: sign-in, navigation, and the calls every page makes. Plain JS, no build step;
+// MCP 2026 console (the server's and the gateway's): sign-in, navigation, and the calls every page
+// makes; pages.js or gateway_pages.js defines the pages. Plain JS, no build step;
 // the key stays in this tab's session storage and goes out as "Authorization: Bearer" on each call.
 "use strict";
 
@@ -31,7 +32,9 @@ const Console = {
     document.getElementById("sign-out").hidden = false;
     document.getElementById("nav").hidden = false;
     for (const el of document.querySelectorAll("[data-admin]")) el.hidden = !who.admin;
-    this.show(who.admin ? "overview" : "playground");
+    for (const el of document.querySelectorAll("[data-user]")) el.hidden = who.admin;
+    const first = [...document.querySelectorAll("nav button")].find((button) => !button.hidden);
+    this.show(first.dataset.page);
   },
 
   signOut() {
