@@ -13,8 +13,8 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from mcp.governance.audit import schema
 from mcp.base.errors import InvalidRequestError
+from mcp.governance.audit import schema
 
 MAX_LIMIT = 500
 ACTIONS = ("allow", "deny", "redact", "reroute")
@@ -37,7 +37,8 @@ class RecordQuery:
         if not 1 <= self.limit <= MAX_LIMIT:
             raise InvalidRequestError(f"limit {self.limit} is out of range; give 1 to {MAX_LIMIT}")
         if self.action is not None and self.action not in ACTIONS:
-            raise InvalidRequestError(f"decision {self.action!r} is not a policy action; give one of {', '.join(ACTIONS)}")
+            raise InvalidRequestError(f"decision {self.action!r} is not a policy action; "
+                                      f"give one of {', '.join(ACTIONS)}")
         if self.since_us is not None and self.until_us is not None and self.since_us > self.until_us:
             raise InvalidRequestError("since is after until; give a time range whose start comes first")
         return self

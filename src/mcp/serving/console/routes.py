@@ -78,7 +78,8 @@ async def overview(request: Request, state: ServerState = Depends(state_of)) -> 
 
 
 async def _frames(request: Request, state: ServerState, window: MetricsWindow) -> AsyncIterator[bytes]:
-    while not await request.is_disconnected():
+    """Frames until the page leaves or the server drains (an open stream must not hold up a shutdown)."""
+    while not state.draining and not await request.is_disconnected():
         frame = window.frame().to_json()
         frame["current"] = {name: version.version for name, version in state.host.current().items()}
         yield f"event: frame\ndata: {json.dumps(frame)}\n\n".encode()

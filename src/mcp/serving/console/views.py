@@ -11,6 +11,7 @@ from pathlib import Path
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel
 
+from mcp.config.serving import Tenant
 from mcp.serving.http.auth import admin_of, caller_of, state_of
 from mcp.serving.host import ModelVersion
 from mcp.serving.state import ServerState
@@ -71,7 +72,7 @@ async def tenants(caller: Caller = Depends(caller_of), state: ServerState = Depe
     return [_tenant_view(tenant, state) for tenant in known]
 
 
-def _tenant_view(tenant, state: ServerState) -> TenantView:
+def _tenant_view(tenant: Tenant, state: ServerState) -> TenantView:
     usage = state.limiter.usage(tenant.name)
     return TenantView(name=tenant.name, role=tenant.role,
                       key_prefixes=[digest[:KEY_PREFIX_CHARS] for digest in tenant.key_sha256],
