@@ -53,6 +53,7 @@ class Watched:
     def open(self, name: str) -> None:
         self.page.get_by_role("button", name=name.capitalize(), exact=True).click()
         self.page.wait_for_selector(f"#page-{name}:not([hidden])")
+        self.page.wait_for_selector(f"body[data-loaded='{name}']", state="attached")
 
     def external(self) -> list[str]:
         return [url for url in self.requests if not url.startswith((self.url + "/", "blob:", "data:"))]

@@ -51,7 +51,8 @@ const Console = {
     }
     this.page = name;
     document.getElementById("main").focus();
-    Pages[name].enter().catch((error) => report(name, error));
+    document.body.dataset.loaded = ""; // set to the page's name once its data is in (tests wait on it)
+    Pages[name].enter().then(() => { document.body.dataset.loaded = name; }).catch((error) => report(name, error));
   },
 };
 
