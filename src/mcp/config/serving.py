@@ -96,6 +96,7 @@ class ServingSection(StrictSection):
     isolation: Literal["worker", "none"] | None = None  # None: worker on Linux, none elsewhere
     worker: WorkerSection = WorkerSection()  # the worker sandbox's limits (docs/security.md)
     admin_models: AdminModelsSection = AdminModelsSection()  # where admin loads may read models
+    console: bool = True  # the web console at /console (docs/console.md); false: not served
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,7 @@ class ServingConfig:
     worker: WorkerLimits = WorkerLimits()
     admin_model_dirs: tuple[str, ...] | None = None  # absolute; None: the default folders (serving/sources.py)
     admin_any_path: bool = False
+    console: bool = True  # the web console at /console
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -180,6 +182,7 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         governance=_governance(section.governance, source),
         isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker, source),
         admin_model_dirs=_admin_dirs(section.admin_models, source), admin_any_path=section.admin_models.allow_any_path,
+        console=section.console,
     )
 
 

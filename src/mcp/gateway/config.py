@@ -73,6 +73,7 @@ class GatewaySection(LaxSection):
     rules_poll_s: float = pydantic.Field(1.0, gt=0)
     header_timeout_s: float = pydantic.Field(10.0, gt=0)  # a request's headers must be complete this soon
     body_timeout_s: float = pydantic.Field(30.0, gt=0)  # its body this soon after its headers, else 408
+    console: bool = True  # the web console at /console (docs/console.md); false: not served
 
 
 class CanarySection(LaxSection):
@@ -100,6 +101,7 @@ class GatewayConfig:
     pools: tuple[PoolSpec, ...]
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
+    console: bool = True
 
 
 def load_gateway_config(path: str | Path) -> GatewayConfig:
@@ -124,7 +126,7 @@ def parse_gateway_config(document: object, source: str = "<gateway>") -> Gateway
     return GatewayConfig(g.host, g.port, g.registry, _tenants(g.tenants, source), g.max_body_bytes,
                          g.chars_per_token, g.rules_poll_s, spec.canary.controller, spec.canary.interval_s,
                          tuple(_pool(name, section, source) for name, section in spec.pools.items()),
-                         header_timeout_s=g.header_timeout_s, body_timeout_s=g.body_timeout_s)
+                         header_timeout_s=g.header_timeout_s, body_timeout_s=g.body_timeout_s, console=g.console)
 
 
 def _pool(name: str, section: PoolSection, source: str) -> PoolSpec:

@@ -68,6 +68,8 @@ class ServingMetrics:
                                LABELS, buckets=LATENCY_BUCKETS, registry=r)
         self.prefill = Histogram("mcp_request_prefill_time_seconds", "Loop taking the request to first token",
                                  LABELS, buckets=LATENCY_BUCKETS, registry=r)
+        self.refused = Counter("mcp_requests_refused", "Requests answered 429 (rate limit or admission control)",
+                               ("code",), registry=r)
         self.decode = Histogram("mcp_request_decode_time_seconds", "First token to end", LABELS,
                                 buckets=E2E_BUCKETS, registry=r)
 

@@ -84,6 +84,16 @@ class TenantDirectory:
         return caller
 
 
+@dataclass(frozen=True)
+class TenantUsage:
+    """One tenant's last minute as the limiter counts it (the console's tenants page)."""
+
+    tenant: str
+    num_requests: int  # admitted in the last 60 s
+    num_tokens: int  # prompt + completion tokens of requests finished in the last 60 s
+    num_refused: int  # 429s for its limits since the server started
+
+
 class RateLimiter:
     """Requests and tokens per minute per tenant, over a sliding 60 s window."""
 
@@ -92,6 +102,7 @@ class RateLimiter:
         self._lock = threading.Lock()
         self._requests: dict[str, deque[float]] = {}
         self._tokens: dict[str, deque[tuple[float, int]]] = {}
+        self._refused: dict[str, int] = {}
 
     def admit(self, tenant: Tenant) -> None:
         """Count one request, or raise RateLimitedError with the seconds until one fits."""
@@ -101,21 +112,33 @@ class RateLimiter:
             tokens = _trimmed(self._tokens.setdefault(tenant.name, deque()), now)
             if tenant.requests_per_minute is not None and len(requests) >= tenant.requests_per_minute:
                 wait = requests[0] + WINDOW_S - now
+                self._refused[tenant.name] = self._refused.get(tenant.name, 0) + 1
                 raise RateLimitedError(f"tenant {tenant.name!r} is over its {tenant.requests_per_minute} requests "
                                        f"per minute; retry in {wait:.0f} s", wait)
             used = sum(count for _, count in tokens)
             if tenant.tokens_per_minute is not None and used >= tenant.tokens_per_minute:
                 wait = tokens[0][0] + WINDOW_S - now
+                self._refused[tenant.name] = self._refused.get(tenant.name, 0) + 1
                 raise RateLimitedError(f"tenant {tenant.name!r} used {used} of its {tenant.tokens_per_minute} "
                                        f"tokens per minute; retry in {wait:.0f} s", wait)
             requests.append(now)
 
     def record_tokens(self, tenant: Tenant, num_tokens: int) -> None:
-        """Tokens a finished request used (prompt and completion)."""
-        if tenant.tokens_per_minute is None or num_tokens <= 0:
+        """Tokens a finished request used (prompt and completion); counted for every tenant, so
+        that the console shows usage where no limit is set."""
+        if num_tokens <= 0:
             return
         with self._lock:
             self._tokens.setdefault(tenant.name, deque()).append((self._clock(), num_tokens))
+
+    def usage(self, tenant_name: str) -> TenantUsage:
+        """What ``tenant_name`` used in the last minute, and its refusals so far."""
+        now = self._clock()
+        with self._lock:
+            requests = _trimmed(self._requests.get(tenant_name, deque()), now)
+            tokens = _trimmed(self._tokens.get(tenant_name, deque()), now)
+            return TenantUsage(tenant_name, len(requests), sum(count for _, count in tokens),
+                               self._refused.get(tenant_name, 0))
 
 
 def _trimmed(window: deque, now: float) -> deque:

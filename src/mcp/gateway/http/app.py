@@ -30,11 +30,11 @@ log = logging.getLogger("mcp.gateway.http")
 
 
 def create_app(state: GatewayState) -> BodyLimit:
-    from mcp.gateway.http import admin_api, openai_api, ops_api
+    from mcp.gateway.http import admin_api, console_api, openai_api, ops_api
 
     app = FastAPI(title="MCP 2026 gateway", version="1", lifespan=_lifespan)
     app.state.server = state  # serving's auth dependencies find the tenants here
-    for module in (openai_api, admin_api, ops_api):
+    for module in (openai_api, admin_api, ops_api, *((console_api,) if state.config.console else ())):
         app.include_router(module.router)
     app.add_exception_handler(MCPError, _mcp_error)
     app.add_exception_handler(RequestValidationError, validation_error)

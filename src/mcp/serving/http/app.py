@@ -20,9 +20,19 @@ def create_app(state: ServerState) -> FastAPI:
     app.state.server = state
     for module in (openai_api, responses_api, messages_api, embeddings_api, admin_api, ops_api, attestation_api):
         app.include_router(module.router)
+    if state.config.serving.console:
+        _add_console(app)
     install_error_handlers(app)
     app.openapi = lambda: _openapi_without_422(app)
     return BodyLimit(app, state.config.serving.limits.max_body_bytes, state.config.serving.body_timeout_s)
+
+
+def _add_console(app: FastAPI) -> None:
+    """The web console (serving/console/, docs/console.md): its page and its read-only views."""
+    from mcp.serving.console import governance_views, routes, views
+
+    for module in (routes, views, governance_views):
+        app.include_router(module.router)
 
 
 def _openapi_without_422(app: FastAPI) -> dict:
