@@ -82,6 +82,12 @@ class AdminModelsSection(StrictSection):
     allow_any_path: bool = False  # true: any path the server's user can read (the operator's choice)
 
 
+class MetricsSection(StrictSection):
+    """``serving.metrics``: which metric families ``/metrics`` serves beside the ``mcp_`` ones."""
+
+    vllm: bool = True  # vLLM's names too (vllm:num_requests_waiting, ...): the Inference Extension, KEDA read them
+
+
 class ServingSection(StrictSection):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8000, ge=0, le=65535)
@@ -96,6 +102,7 @@ class ServingSection(StrictSection):
     isolation: Literal["worker", "none"] | None = None  # None: worker on Linux, none elsewhere
     worker: WorkerSection = WorkerSection()  # the worker sandbox's limits (docs/security.md)
     admin_models: AdminModelsSection = AdminModelsSection()  # where admin loads may read models
+    metrics: MetricsSection = MetricsSection()
 
 
 @dataclass(frozen=True)
@@ -159,6 +166,7 @@ class ServingConfig:
     worker: WorkerLimits = WorkerLimits()
     admin_model_dirs: tuple[str, ...] | None = None  # absolute; None: the default folders (serving/sources.py)
     admin_any_path: bool = False
+    vllm_metrics: bool = True  # /metrics serves vLLM's names beside ours (serving/vllm_metrics.py)
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -180,6 +188,7 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         governance=_governance(section.governance, source),
         isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker, source),
         admin_model_dirs=_admin_dirs(section.admin_models, source), admin_any_path=section.admin_models.allow_any_path,
+        vllm_metrics=section.metrics.vllm,
     )
 
 
