@@ -42,6 +42,9 @@ HISTOGRAMS = {
 }
 
 
+STORY = "Once upon a time, in a quiet village by the sea, there lived an old fisherman and his clever cat. " * 2
+
+
 def scrape(server) -> dict:
     """``/metrics`` parsed: family name -> family (counters without their ``_total``)."""
     answer = httpx.get(server.url + "/metrics", timeout=10.0)
@@ -61,7 +64,8 @@ def server(start_server, smollm2_auto_mcp):
     """The default model as ``smollm2``, one sequence at a time (so a second request waits)."""
     return start_server({
         "runtime": {"device": "cpu"},
-        "scheduler": {"kv_cache_bytes": 512 * 16 * 46080, "max_num_seqs": 1},
+        # 512 blocks of 16 positions, each position 46,080 bytes of fp32 keys and values
+        "scheduler": {"kv_cache_bytes": 512 * 16 * 46080, "kv_cache_dtype": "fp32", "max_num_seqs": 1},
         "serving": {"models": [{"name": "smollm2", "source": str(smollm2_auto_mcp)}]},
     })
 
@@ -74,7 +78,7 @@ def test_the_protocols_metrics_have_vllms_names_types_and_labels(server):
     [info] = families["vllm:cache_config_info"].samples
     assert info.value == 1.0 and info.labels["model_name"] == "smollm2" and info.labels["engine"] == "1"
     assert info.labels["block_size"] == "16" and info.labels["num_gpu_blocks"] == "512"
-    assert info.labels["enable_prefix_caching"] == "True"
+    assert info.labels["enable_prefix_caching"] == "True" and info.labels["cache_dtype"] == "fp32"
     [lora] = families["vllm:lora_requests_info"].samples
     assert lora.labels == {"max_lora": "0", "running_lora_adapters": "", "waiting_lora_adapters": ""}
     assert abs(lora.value - time.time()) < 3600  # the time of the reading, as the protocol asks
@@ -85,7 +89,7 @@ def test_the_protocols_metrics_have_vllms_names_types_and_labels(server):
 def test_counters_and_histograms_move_by_what_the_requests_did(server):
     client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
     before = scrape(server)
-    replies = [client.completions.create(model="smollm2", prompt="Once upon a time", max_tokens=8, temperature=0.0,
+    replies = [client.completions.create(model="smollm2", prompt=STORY, max_tokens=8, temperature=0.0,
                                          extra_body={"ignore_eos": True}) for _ in range(2)]
     chunks = list(client.chat.completions.create(model="smollm2", messages=[{"role": "user", "content": "Hi"}],
                                                  max_tokens=6, stream=True, stream_options={"include_usage": True},
@@ -99,7 +103,7 @@ def test_counters_and_histograms_move_by_what_the_requests_did(server):
     assert moved("vllm:generation_tokens_total", model_name="smollm2") == generated
     assert moved("vllm:request_success_total", finished_reason="length") == 3
     assert moved("vllm:prefix_cache_queries_total") >= prompt
-    assert moved("vllm:prefix_cache_hits_total") > 0  # the second completion's prompt was cached
+    assert moved("vllm:prefix_cache_hits_total") >= 32  # the second completion found the first's full blocks
     for name in COUNTERS:
         assert after[name].type == "counter", name
     for name, buckets in HISTOGRAMS.items():
@@ -121,13 +125,14 @@ def test_running_waiting_and_kv_use_while_requests_are_in_flight(server):
     body = {"model": "smollm2", "prompt": "Count:", "max_tokens": 2000, "ignore_eos": True, "stream": True}
     with httpx.Client(base_url=server.url, timeout=120.0) as http:
         with http.stream("POST", "/v1/completions", json=body) as first:
-            next(first.iter_lines())
+            lines = first.iter_lines()  # kept: a dropped iterator closes the stream, which cancels the request
+            assert next(lines).startswith("data: ")
             with http.stream("POST", "/v1/completions", json=body) as second:
                 families = wait_for(server, lambda f: value(f, "vllm:num_requests_waiting") == 1)
                 assert value(families, "vllm:num_requests_running", model_name="smollm2", engine="1") == 1
                 assert 0 < value(families, "vllm:kv_cache_usage_perc") <= 1
                 assert value(families, "vllm:gpu_cache_usage_perc") == value(families, "vllm:kv_cache_usage_perc")
-                del second
+                assert second.status_code == 200
     families = wait_for(server, lambda f: value(f, "vllm:num_requests_running") == 0)
     assert value(families, "vllm:num_requests_waiting") == 0
     assert value(families, "vllm:request_success_total", finished_reason="abort") >= 1
