@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from mcp.engine.hooks import GenerationCompleted, HookHandle, TokenGenerated
+from mcp.engine.loop_config import LoopConfig
 from mcp.serving.host import ModelHost, ModelVersion
 
 LABELS = ("model_name", "engine")
@@ -33,7 +34,6 @@ REQUEST_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.
 # vLLM's 1-2-5 series up to max_model_len; one server holds several models, so up to 100,000
 TOKEN_COUNT_BUCKETS = tuple(float(m * 10 ** e) for e in range(6) for m in (1, 2, 5) if m * 10 ** e <= 100_000)
 FINISH_REASONS = {"stop": "stop", "length": "length", "cancelled": "abort", "deadline": "abort", "error": "abort"}
-PROTOCOL_VERSION = "v1.0.0"  # the Inference Extension release whose model-server protocol this follows
 
 
 class VllmMetrics:
@@ -184,7 +184,7 @@ class _CacheConfigInfo:
         self.family = GaugeMetricFamily("vllm:cache_config_info", "Information of the LLMEngine CacheConfig",
                                         labels=self.NAMES)
 
-    def add(self, key: list[str], config, num_blocks: int) -> None:
+    def add(self, key: list[str], config: LoopConfig, num_blocks: int) -> None:
         values = [str(config.block_size), str(num_blocks), "0", config.kv_cache_dtype,
                   str(config.enable_prefix_caching)]
         self.family.add_metric([*key, *values], 1.0)
