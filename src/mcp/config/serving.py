@@ -82,6 +82,12 @@ class AdminModelsSection(StrictSection):
     allow_any_path: bool = False  # true: any path the server's user can read (the operator's choice)
 
 
+class MetricsSection(StrictSection):
+    """``serving.metrics``: which metric families ``/metrics`` serves beside the ``mcp_`` ones."""
+
+    vllm: bool = True  # vLLM's names too (vllm:num_requests_waiting, ...): the Inference Extension, KEDA read them
+
+
 class ServingSection(StrictSection):
     host: str = "127.0.0.1"
     port: int = pydantic.Field(8000, ge=0, le=65535)
@@ -97,6 +103,7 @@ class ServingSection(StrictSection):
     worker: WorkerSection = WorkerSection()  # the worker sandbox's limits (docs/security.md)
     admin_models: AdminModelsSection = AdminModelsSection()  # where admin loads may read models
     console: bool = True  # the web console at /console (docs/console.md); false: not served
+    metrics: MetricsSection = MetricsSection()
 
 
 @dataclass(frozen=True)
@@ -161,6 +168,7 @@ class ServingConfig:
     admin_model_dirs: tuple[str, ...] | None = None  # absolute; None: the default folders (serving/sources.py)
     admin_any_path: bool = False
     console: bool = True  # the web console at /console
+    vllm_metrics: bool = True  # /metrics serves vLLM's names beside ours (serving/vllm_metrics.py)
 
 
 def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
@@ -183,6 +191,7 @@ def resolve_serving(section: ServingSection, source: str) -> ServingConfig:
         isolation=resolve_isolation(section.isolation, source), worker=resolve_worker(section.worker, source),
         admin_model_dirs=_admin_dirs(section.admin_models, source), admin_any_path=section.admin_models.allow_any_path,
         console=section.console,
+        vllm_metrics=section.metrics.vllm,
     )
 
 

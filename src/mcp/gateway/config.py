@@ -9,6 +9,8 @@ converted once into a frozen ``GatewayConfig``. Unknown keys are errors naming w
         health: {path: /ready, interval_s: 2, timeout_s: 1}
         breaker: {failure_threshold: 3, cool_down_s: 5, half_open_max: 1}
         max_attempts: 3
+        picking: prefix            # or least_outstanding (the default)
+        prefix: {block_chars: 256, load_factor: 1.25}
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import pydantic
 import yaml
@@ -24,6 +27,7 @@ import yaml
 from mcp.base.sections import LaxSection
 from mcp.config.serving import ServedModel, ServedModelSection, Tenant, TenantSection
 from mcp.gateway.errors import GatewayConfigError
+from mcp.gateway.pools.prefix import PrefixPicking
 from mcp.gateway.pools.spec import BreakerSpec, HealthSpec, MemberSpec, PoolSpec
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -53,6 +57,11 @@ class BreakerSection(LaxSection):
     half_open_max: int = pydantic.Field(1, ge=1)
 
 
+class PrefixSection(LaxSection):
+    block_chars: int = pydantic.Field(256, ge=1)  # prompt characters that make the affinity key
+    load_factor: float = pydantic.Field(1.25, ge=1.0)  # a member may hold this times the average in flight
+
+
 class PoolSection(LaxSection):
     members: list[MemberSection] = pydantic.Field(min_length=1)
     health: HealthSection = HealthSection()
@@ -61,6 +70,8 @@ class PoolSection(LaxSection):
     connect_timeout_s: float = pydantic.Field(2.0, gt=0)
     api_key_env: str | None = None  # the environment variable holding the members' API key
     probe: bool = False
+    picking: Literal["least_outstanding", "prefix"] = "least_outstanding"
+    prefix: PrefixSection = PrefixSection()
 
 
 class GatewaySection(LaxSection):
@@ -141,7 +152,7 @@ def _pool(name: str, section: PoolSection, source: str) -> PoolSpec:
     members = tuple(_member(m) for m in section.members)
     return PoolSpec(name, members, HealthSpec(**section.health.model_dump()),
                     BreakerSpec(**section.breaker.model_dump()), section.max_attempts, section.connect_timeout_s,
-                    api_key, section.probe)
+                    api_key, section.probe, section.picking, PrefixPicking(**section.prefix.model_dump()))
 
 
 def _member(section: MemberSection) -> MemberSpec:

@@ -17,6 +17,7 @@ from mcp.serving.host import ModelHost
 from mcp.serving.metrics import ServingMetrics
 from mcp.serving.probe import ProbeWindow
 from mcp.serving.tenants import RateLimiter, TenantDirectory
+from mcp.serving.vllm_metrics import VllmMetrics
 
 if TYPE_CHECKING:
     from mcp.governance.attestation.attestor import Attestor
@@ -42,6 +43,8 @@ class ServerState:
 
     def __post_init__(self) -> None:
         self.metrics = ServingMetrics(self.host, self.probe)
+        if self.config.serving.vllm_metrics:
+            VllmMetrics(self.host, self.metrics.registry)
         if self.governance is not None:
             self.governance.register_metrics(self.metrics.registry)
 

@@ -29,6 +29,9 @@ with a message that names the values. */}}
 {{- if ge (int .Values.gateway.pdbMinAvailable) (int .Values.gateway.replicas) -}}
 {{- fail (printf "gateway.pdbMinAvailable (%v) must be below gateway.replicas (%v): otherwise no gateway pod may ever be evicted and node drains hang" .Values.gateway.pdbMinAvailable .Values.gateway.replicas) -}}
 {{- end -}}
+{{- if and (not $e.vllmMetrics) (or (eq $e.autoscaling.mode "keda") .Values.inferenceExtension.enabled) -}}
+{{- fail "engine.vllmMetrics is false, but engine.autoscaling.mode keda and inferenceExtension.enabled read the engines' vllm: metrics: turn it on or use neither" -}}
+{{- end -}}
 {{- $previous := 0 -}}
 {{- range $e.canary.steps -}}
 {{- if le (int .) $previous -}}
@@ -52,6 +55,7 @@ serving:
   models:
     - {name: {{ .Values.engine.model.name }}, source: {{ .Values.engine.model.catalog }}, version: {{ .Values.engine.model.version | quote }}}
   timeouts: {{- toYaml .Values.engine.timeouts | nindent 4 }}
+  metrics: {vllm: {{ .Values.engine.vllmMetrics }}}
   {{- with .Values.engine.governance }}
   governance: {{- toYaml . | nindent 4 }}
   {{- end }}

@@ -33,6 +33,7 @@ class ParsedRequest:
     body: dict[str, Any]
     stream: bool
     ctx: RequestContext
+    prompt_head: str = ""  # the prompt's first characters (messages in order), for prefix-aware pools
 
     def upstream_body(self, model_id: str) -> bytes:
         """The body for the upstream: the chosen version as ``model``, gateway-only fields left out."""
@@ -58,7 +59,24 @@ def parse_request(raw: bytes, headers: Mapping[str, str], tenant: str, chat: boo
         user_tier=headers.get("x-user-tier"), sla_class=sla_class,
         input_tokens=math.ceil(num_chars / chars_per_token), model=_string(body, "model") or None,
         headers=dict(headers), metadata=_metadata(body), request_id=headers.get("x-request-id") or uuid.uuid4().hex)
-    return ParsedRequest(body, stream, ctx)
+    return ParsedRequest(body, stream, ctx, _prompt_head(body, chat))
+
+
+def _prompt_head(body: dict[str, Any], chat: bool, limit: int = 4096) -> str:
+    """The prompt's first ``limit`` characters: each message's role and text in order (a chat's
+    system prompt comes first, as the template renders it), or the (first) completion prompt."""
+    if not chat:
+        prompt = body["prompt"]
+        return (prompt if isinstance(prompt, str) else prompt[0] if prompt else "")[:limit]
+    head = ""
+    for message in body["messages"]:
+        content = message.get("content") or ""
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+        head += f"{message.get('role')}\n{content}\n"
+        if len(head) >= limit:
+            break
+    return head[:limit]
 
 
 def _json_object(raw: bytes) -> dict[str, Any]:

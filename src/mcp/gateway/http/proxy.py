@@ -103,7 +103,7 @@ async def _send(state: GatewayState, parsed: ParsedRequest, path: str,
     headers = {"content-type": "application/json", "x-request-id": parsed.ctx.request_id or "",
                "x-tenant": parsed.ctx.tenant or ""}
     headers |= {name: parsed.ctx.headers[name] for name in FORWARDED_HEADERS if name in parsed.ctx.headers}
-    request = UpstreamRequest(path, parsed.upstream_body(trace.model_id), headers, parsed.stream)
+    request = UpstreamRequest(path, parsed.upstream_body(trace.model_id), headers, parsed.stream, parsed.prompt_head)
     return pool, await pool.send(request, backend.timeout_ms / 1000)
 
 

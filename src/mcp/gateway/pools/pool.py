@@ -1,7 +1,9 @@
 """An instance pool: pick a member, send, retry where it is safe.
 
 Picking: among members whose breaker lets a request through, the one with the fewest requests
-in flight (ties rotate), preferring those whose last health check passed. Sending: a member is
+in flight (ties rotate), preferring those whose last health check passed; in a pool with
+``picking: prefix``, first the member the prompt's prefix hashes to, unless it is over the load
+bound (pools/prefix.py), so that a shared system prompt stays in one member's prefix cache. Sending: a member is
 tried at most once per request, up to ``max_attempts`` members. A connect error, a timeout, a
 5xx other than 500 or a 429 before anything was passed on is retried on another member; a 4xx
 is the client's and goes back as it is. A stream is committed only once its first bytes have
@@ -30,6 +32,7 @@ from mcp.gateway.errors import UpstreamError
 from mcp.gateway.metrics import GatewayMetrics
 from mcp.gateway.pools.breaker import BreakerState, CircuitBreaker
 from mcp.gateway.pools.member import Member
+from mcp.gateway.pools.prefix import load_bound, prefix_key, rendezvous_order
 from mcp.gateway.pools.spec import PoolSpec
 
 STATUS_FOR = {"error": 502, "timeout": 504, "over_capacity": 429}
@@ -41,6 +44,7 @@ class UpstreamRequest:
     body: bytes
     headers: dict[str, str]
     stream: bool
+    prompt_head: str = ""  # the prompt's first characters: prefix-aware pools pick by them
 
 
 @dataclass(eq=False)
@@ -73,19 +77,32 @@ class InstancePool:
     def name(self) -> str:
         return self.spec.name
 
-    def pick(self, exclude: set[str]) -> Member | None:
-        """The least loaded member not in ``exclude`` whose breaker admits a request (now counted
-        in flight), or None."""
+    def pick(self, exclude: set[str], prompt_head: str = "") -> Member | None:
+        """The member not in ``exclude`` whose breaker admits a request (now counted in flight), or
+        None: in a prefix-aware pool the first in the prompt prefix's order that is under the load
+        bound, else (and for a prompt shorter than a block) the least loaded."""
         with self._lock:
             candidates = [m for m in self.members if m.name not in exclude]
             healthy = [m for m in candidates if m.healthy] or candidates  # health checks advise, breakers decide
-            shift = next(self._rotation) % max(1, len(healthy))
-            for member in sorted(healthy[shift:] + healthy[:shift], key=lambda m: m.outstanding):
+            for member in self._by_prefix(healthy, prompt_head) + self._by_load(healthy):
                 if member.breaker.try_acquire():
                     member.outstanding += 1
                     member.num_requests += 1
                     return member
         return None
+
+    def _by_load(self, members: list[Member]) -> list[Member]:
+        shift = next(self._rotation) % max(1, len(members))
+        return sorted(members[shift:] + members[:shift], key=lambda m: m.outstanding)
+
+    def _by_prefix(self, members: list[Member], prompt_head: str) -> list[Member]:
+        """The members the prompt's prefix prefers, in its order, those over the load bound left out."""
+        key = prefix_key(prompt_head, self.spec.prefix.block_chars) if self.spec.picking == "prefix" else None
+        if key is None:
+            return []
+        by_name = {m.name: m for m in members}
+        bound = load_bound(sum(m.outstanding for m in self.members), len(self.members), self.spec.prefix.load_factor)
+        return [by_name[name] for name in rendezvous_order(key, list(by_name)) if by_name[name].outstanding < bound]
 
     def preview(self) -> Member | None:
         """The member ``pick`` would choose now, without sending anything or counting it."""
@@ -99,7 +116,7 @@ class InstancePool:
         tried: list[str] = []
         failure: AttemptFailed | None = None
         for _ in range(self.spec.max_attempts):
-            member = self.pick(set(tried))
+            member = self.pick(set(tried), request.prompt_head)
             if member is None:
                 break
             if failure is not None:

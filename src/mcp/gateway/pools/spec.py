@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mcp.config.serving import ServedModel
+from mcp.gateway.pools.prefix import PrefixPicking
 
 
 @dataclass(frozen=True)
@@ -42,3 +43,5 @@ class PoolSpec:
     connect_timeout_s: float = 2.0
     api_key: str | None = None  # sent upstream as "Authorization: Bearer"
     probe: bool = False  # members answer /health?metric= (mcp2026 serve): the canary asks them for OOMs
+    picking: str = "least_outstanding"  # or "prefix": by the prompt's prefix, bounded by load (pools/prefix.py)
+    prefix: PrefixPicking = PrefixPicking()
