@@ -44,7 +44,7 @@ def test_reflection_lists_and_describes_the_service(server):
     proto = descriptor_pb2.FileDescriptorProto.FromString(described.file_descriptor_response.file_descriptor_proto[0])
     assert proto.name == "mcp/v1/inference.proto" and proto.package == "mcp.v1"
     methods = {m.name: m.server_streaming for m in proto.service[0].method}
-    assert methods == {"Infer": False, "InferStream": True, "ListModels": False, "LoadModel": False,
+    assert methods == {"Infer": False, "InferStream": True, "Embed": False, "ListModels": False, "LoadModel": False,
                        "SwapModel": False, "UnloadModel": False}
 
 
