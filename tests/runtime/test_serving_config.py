@@ -37,3 +37,12 @@ def test_defaults_and_a_full_section():
 def test_errors_name_the_key(section, message):
     with pytest.raises(ConfigError, match=message):
         config_from_dict({"serving": section})
+
+
+@pytest.mark.parametrize("host, console, served", [
+    ("127.0.0.1", None, True), ("localhost", None, True), ("::1", None, True),  # loopback: on by default
+    ("0.0.0.0", None, False), ("10.1.2.3", None, False),  # reachable from elsewhere: off unless asked for
+    ("0.0.0.0", True, True), ("127.0.0.1", False, False)])
+def test_the_console_is_served_on_loopback_unless_the_config_says(host, console, served):
+    section = {"host": host} if console is None else {"host": host, "console": console}
+    assert config_from_dict({"serving": section}).serving.console_served is served

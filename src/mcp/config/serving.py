@@ -102,9 +102,11 @@ class ServingSection(StrictSection):
     isolation: Literal["worker", "none"] | None = None  # None: worker on Linux, none elsewhere
     worker: WorkerSection = WorkerSection()  # the worker sandbox's limits (docs/security.md)
     admin_models: AdminModelsSection = AdminModelsSection()  # where admin loads may read models
-    console: bool = True  # the web console at /console (docs/console.md); false: not served
+    console: bool | None = None  # the web console at /console (docs/console.md); None: served on loopback only
     metrics: MetricsSection = MetricsSection()
 
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")  # a server bound here is reachable from this machine only
 
 @dataclass(frozen=True)
 class ServedModel:
@@ -167,7 +169,12 @@ class ServingConfig:
     worker: WorkerLimits = WorkerLimits()
     admin_model_dirs: tuple[str, ...] | None = None  # absolute; None: the default folders (serving/sources.py)
     admin_any_path: bool = False
-    console: bool = True  # the web console at /console
+    console: bool | None = None  # the web console at /console; None: served when bound to loopback
+
+    @property
+    def console_served(self) -> bool:
+        """``console``, or where it is not set, whether the server listens on loopback only."""
+        return self.host in LOOPBACK_HOSTS if self.console is None else self.console
     vllm_metrics: bool = True  # /metrics serves vLLM's names beside ours (serving/vllm_metrics.py)
 
 

@@ -20,7 +20,7 @@ def create_app(state: ServerState) -> FastAPI:
     app.state.server = state
     for module in (openai_api, responses_api, messages_api, embeddings_api, admin_api, ops_api, attestation_api):
         app.include_router(module.router)
-    if state.config.serving.console:
+    if state.config.serving.console_served:
         _add_console(app)
     install_error_handlers(app)
     app.openapi = lambda: _openapi_without_422(app)
