@@ -68,3 +68,47 @@ def test_a_format_the_engine_cannot_compile_is_a_400_with_its_reason(smollm2_ser
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
     assert reason in error["message"] and error["param"].startswith("response_format")
+
+
+class City(BaseModel):
+    """A city and its country."""
+
+    city: str = Field(max_length=24)
+    country: str = Field(max_length=24)
+
+
+ASK_CITY = "Name a city in France and its country."
+
+
+@pytest.mark.parametrize("method", ["json_schema", "function_calling", "json_mode"])
+def test_langchain_with_structured_output_in_each_method(smollm2_server, method):
+    """langchain-openai's three ways: response_format json_schema (its default), a forced tool
+    call, and json_object (the schema then only in the prompt: the grammar keeps it JSON)."""
+    from langchain_openai import ChatOpenAI
+
+    llm = ChatOpenAI(base_url=smollm2_server.url + "/v1", api_key="unused", model="smollm2", temperature=0,
+                     max_tokens=80, max_retries=0)
+    prompt = ASK_CITY if method != "json_mode" else ASK_CITY + ' Answer as JSON: {"city": ..., "country": ...}'
+    answer = llm.with_structured_output(City if method != "json_mode" else City.model_json_schema(),
+                                        method=method, include_raw=True).invoke(prompt)
+    assert answer["parsing_error"] is None
+    parsed = answer["parsed"]
+    if method == "json_mode":  # a dict: json_object holds the JSON, not the keys
+        assert isinstance(parsed, dict)
+    else:
+        assert isinstance(parsed, City) and parsed.city and parsed.country
+
+
+def test_litellm_json_schema_and_json_object(smollm2_server, monkeypatch):
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # its price list from the package, not fetched
+    import litellm
+
+    common = {"model": "openai/smollm2", "api_base": smollm2_server.url + "/v1", "api_key": "unused",
+              "max_tokens": 80, "temperature": 0}
+    schema = {"type": "json_schema", "json_schema": {"name": "City", "schema": City.model_json_schema(), "strict": True}}
+    reply = litellm.completion(messages=[{"role": "user", "content": ASK_CITY}], response_format=schema, **common)
+    city = City.model_validate_json(reply.choices[0].message.content)
+    assert city.city and city.country
+    reply = litellm.completion(messages=[{"role": "user", "content": "Describe a cat as a JSON object."}],
+                               response_format={"type": "json_object"}, **{**common, "max_tokens": 120})
+    assert isinstance(json.loads(reply.choices[0].message.content), dict)
