@@ -1,6 +1,7 @@
 """Structured output through the OpenAI-compatible API: a real ``mcp2026 serve`` with the default
 model, called with the official ``openai`` client (``.parse()`` with a pydantic model,
-``json_object``, our regex and grammar extensions) and raw httpx for the refusals."""
+``json_object``, our regex and grammar extensions), langchain-openai's ``with_structured_output``
+and litellm, and raw httpx for the refusals."""
 
 from __future__ import annotations
 
