@@ -41,7 +41,7 @@ def request_of(body: Body, route: str, headers: Mapping[str, str], sla_class: st
         sampling = _sampling(body, body.max_tokens, body.logprobs, config)
     if body.n > config.serving.limits.max_n:
         raise FieldError(f"n is {body.n}; this server allows at most {config.serving.limits.max_n}", "n")
-    slo_class = _slo_class(sla_class)
+    slo_class = requested_slo_class(sla_class)
     if not chat:
         _check_num_choices(len(prompts), body.n, config)
     ignored = published.CHAT_IGNORED if chat else published.COMPLETION_IGNORED
@@ -87,7 +87,7 @@ def _tool_choice(choice: str | s.NamedToolChoice | s.FunctionName_ | None) -> To
 def _conversation(body: s.ChatCompletionRequest, config: RuntimeConfig) -> tuple[Prompt, ...]:
     messages = [_message(i, m) for i, m in enumerate(body.messages)]
     num_chars = sum(len(m["content"]) + len(str(m.get("tool_calls") or "")) for m in messages)
-    _check_prompt_size(num_chars, config, "messages")
+    check_prompt_size(num_chars, config, "messages")
     return (Prompt(messages=messages),)
 
 
@@ -117,7 +117,7 @@ def _texts(body: s.CompletionRequest, config: RuntimeConfig) -> tuple[Prompt, ..
     texts = [body.prompt] if isinstance(body.prompt, str) else body.prompt
     if not texts:
         raise FieldError("prompt is an empty list; give at least one prompt", "prompt")
-    _check_prompt_size(sum(len(t) for t in texts), config, "prompt")
+    check_prompt_size(sum(len(t) for t in texts), config, "prompt")
     return tuple(Prompt(text=t) for t in texts)
 
 
@@ -133,7 +133,7 @@ def _text(content: str | list | None, index: int) -> str:
     return "".join(texts)
 
 
-def _check_prompt_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
+def check_prompt_size(num_chars: int, config: RuntimeConfig, param: str) -> None:
     limit = config.serving.limits.max_prompt_chars
     if num_chars > limit:
         raise FieldError(f"{param} has {num_chars} characters; this server takes at most {limit} "
@@ -184,7 +184,7 @@ def _logit_bias(bias: dict[str, float] | None) -> tuple[tuple[int, float], ...] 
     return tuple(biased)
 
 
-def _slo_class(header: str | None) -> SLOClass | None:
+def requested_slo_class(header: str | None) -> SLOClass | None:
     if header is None:
         return None
     try:

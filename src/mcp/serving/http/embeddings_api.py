@@ -68,7 +68,7 @@ async def embeddings(body: EmbeddingBody, request: Request, x_sla_class: str | N
     served = EmbeddingRequest(
         request_id=f"emb-{uuid.uuid4().hex}", route=f"{request.method} {request.url.path}",
         inputs=checked_inputs(body.input), tenant=caller.tenant.name, encoding_format=body.encoding_format,
-        dimensions=body.dimensions, slo_class=convert._slo_class(x_sla_class),
+        dimensions=body.dimensions, slo_class=convert.requested_slo_class(x_sla_class),
         timeout_s=state.config.serving.request_timeout_s, user=body.user, model=body.model or None,
         trace_context=trace_context(request.headers))
     state.limiter.admit(caller.tenant)

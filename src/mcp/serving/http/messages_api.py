@@ -31,7 +31,7 @@ from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.http.errors import field_error
 from mcp.serving.http.fields import IGNORED_HEADER
 from mcp.serving.http.schemas import ErrorResponse
-from mcp.serving.http.openai_api import SLA_CLASS, _cancel_on_disconnect, _FinishingStream
+from mcp.serving.http.openai_api import SLA_CLASS, cancel_on_disconnect, FinishingStream
 from mcp.serving.reply import Reply
 from mcp.serving.request import ServingRequest
 from mcp.serving.state import ServerState
@@ -85,7 +85,7 @@ async def create_message(body: m.MessagesRequest, request: Request, response: Re
     answer = _MessagesAnswer(reply, body.stop_sequences or ())
     ignored = {IGNORED_HEADER: ", ".join(served.ignored_fields)} if served.ignored_fields else {}
     if body.stream:
-        return _FinishingStream(answer.stream(), reply.finish, media_type="text/event-stream",
+        return FinishingStream(answer.stream(), reply.finish, media_type="text/event-stream",
                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored})
     response.headers.update(ignored)
     try:
@@ -124,7 +124,7 @@ class _MessagesAnswer:
         self.decode = lambda ids: tokenizer.decode(list(ids))
 
     async def whole(self, request: Request) -> m.MessageResponse:
-        watcher = asyncio.create_task(_cancel_on_disconnect(request, self.reply.generation))
+        watcher = asyncio.create_task(cancel_on_disconnect(request, self.reply.generation))
         try:
             results, _ = await self.reply.whole()
         finally:

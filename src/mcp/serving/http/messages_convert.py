@@ -36,7 +36,7 @@ def request_of(body: m.MessagesRequest | m.CountTokensRequest, headers: Mapping[
                sla_class: str | None, config: RuntimeConfig, tenant: str) -> ServingRequest:
     """The body as the request serving runs for ``tenant`` (a count_tokens body: its prompt only)."""
     messages = conversation(body)
-    convert._check_prompt_size(sum(len(x["content"]) + len(str(x.get("tool_calls") or "")) for x in messages),
+    convert.check_prompt_size(sum(len(x["content"]) + len(str(x.get("tool_calls") or "")) for x in messages),
                                config, "messages")
     full = isinstance(body, m.MessagesRequest)
     sampling = _sampling(body, config) if full else Sampling(max_tokens=1)
@@ -46,7 +46,7 @@ def request_of(body: m.MessagesRequest | m.CountTokensRequest, headers: Mapping[
         ignored.add("output_config.effort")
     return ServingRequest(
         request_id=f"msg_{uuid.uuid4().hex[:24]}", route=ROUTE, chat=True, prompts=(Prompt(messages=messages),),
-        sampling=sampling, tenant=tenant, slo_class=convert._slo_class(sla_class),
+        sampling=sampling, tenant=tenant, slo_class=convert.requested_slo_class(sla_class),
         timeout_s=config.serving.request_timeout_s, user=user, model=body.model or None,
         trace_context=trace_context(headers), attributes=_attributes(body) if full else {},
         ignored_fields=tuple(sorted(ignored)), **_tooling(body))

@@ -101,7 +101,7 @@ async def _serve(request: Request, response: Response, state: ServerState, calle
     ignored = {IGNORED_HEADER: ", ".join(served.ignored_fields)} if served.ignored_fields else {}
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
-        return _FinishingStream(answer.stream(usage), reply.finish, media_type="text/event-stream",
+        return FinishingStream(answer.stream(usage), reply.finish, media_type="text/event-stream",
                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored})
     response.headers.update(ignored)
     try:
@@ -110,7 +110,7 @@ async def _serve(request: Request, response: Response, state: ServerState, calle
         reply.finish()
 
 
-class _FinishingStream(StreamingResponse):
+class FinishingStream(StreamingResponse):
     """A stream that finishes its reply however the response ends. A client that hangs up before
     the first byte ends the response before its body generator ever starts, so the generator's
     own ``finally`` never runs (and Starlette skips background tasks on a disconnect): the
@@ -141,7 +141,7 @@ class _Answer:
 
     async def whole(self, request: Request) -> s.ChatCompletionResponse | s.CompletionResponse:
         reply = self.reply
-        watcher = asyncio.create_task(_cancel_on_disconnect(request, reply.generation))
+        watcher = asyncio.create_task(cancel_on_disconnect(request, reply.generation))
         try:
             results, steps = await reply.whole()
         finally:
@@ -222,7 +222,7 @@ class _Answer:
                                     usage=usage)
 
 
-async def _cancel_on_disconnect(request: Request, generation: Generation) -> None:
+async def cancel_on_disconnect(request: Request, generation: Generation) -> None:
     while not await request.is_disconnected():
         await asyncio.sleep(0.2)
     generation.cancel()

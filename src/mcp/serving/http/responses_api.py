@@ -21,7 +21,7 @@ from mcp.serving.http import responses_schema as r
 from mcp.serving.http import responses_wire as w
 from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.http.fields import IGNORED_HEADER
-from mcp.serving.http.openai_api import ERRORS, SLA_CLASS, _cancel_on_disconnect, _FinishingStream
+from mcp.serving.http.openai_api import ERRORS, SLA_CLASS, cancel_on_disconnect, FinishingStream
 from mcp.serving.http.responses_stream import ResponseStream
 from mcp.serving.reply import Reply
 from mcp.serving.state import ServerState
@@ -51,7 +51,7 @@ async def create_response(body: r.ResponseCreateRequest, request: Request, respo
     echo = render.Echo.of(served.request_id, reply.version.key, body)
     ignored = {IGNORED_HEADER: ", ".join(served.ignored_fields)} if served.ignored_fields else {}
     if body.stream:
-        return _FinishingStream(ResponseStream(reply, echo).events(), reply.finish, media_type="text/event-stream",
+        return FinishingStream(ResponseStream(reply, echo).events(), reply.finish, media_type="text/event-stream",
                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored})
     response.headers.update(ignored)
     try:
@@ -61,7 +61,7 @@ async def create_response(body: r.ResponseCreateRequest, request: Request, respo
 
 
 async def _whole(request: Request, reply: Reply, echo: render.Echo) -> w.ResponseObject:
-    watcher = asyncio.create_task(_cancel_on_disconnect(request, reply.generation))
+    watcher = asyncio.create_task(cancel_on_disconnect(request, reply.generation))
     try:
         results, _ = await reply.whole()
     finally:

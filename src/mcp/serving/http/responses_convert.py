@@ -19,7 +19,7 @@ from mcp.engine.grammar import ResponseFormat, response_format_of
 from mcp.serving.errors import FieldError
 from mcp.serving.http import responses_fields as published
 from mcp.serving.http import responses_schema as r
-from mcp.serving.http.convert import _check_prompt_size, _slo_class
+from mcp.serving.http.convert import check_prompt_size, requested_slo_class
 from mcp.serving.request import Prompt, Sampling, ServingRequest, trace_context
 from mcp.serving.tools.spec import AUTO, Tool, ToolChoice
 
@@ -30,13 +30,13 @@ def request_of(body: r.ResponseCreateRequest, headers: Mapping[str, str], sla_cl
                config: RuntimeConfig, tenant: str) -> ServingRequest:
     """The body (with the request's headers and ``x-sla-class``) as the request serving runs for ``tenant``."""
     messages = conversation(body)
-    _check_prompt_size(sum(len(m["content"]) + len(str(m.get("tool_calls") or "")) for m in messages), config,
+    check_prompt_size(sum(len(m["content"]) + len(str(m.get("tool_calls") or "")) for m in messages), config,
                        "input")
     tools, choice = _tools(body)
     metadata = body.metadata or {}
     return ServingRequest(
         request_id=f"resp_{uuid.uuid4().hex}", route=ROUTE, chat=True, prompts=(Prompt(messages=messages),),
-        sampling=_sampling(body, config), tenant=tenant, slo_class=_slo_class(sla_class),
+        sampling=_sampling(body, config), tenant=tenant, slo_class=requested_slo_class(sla_class),
         timeout_s=config.serving.request_timeout_s, user=body.user, model=body.model or None,
         trace_context=trace_context(headers),
         attributes={"gen_ai.request.temperature": body.temperature, "gen_ai.request.top_p": body.top_p,
