@@ -37,11 +37,12 @@ def test_an_audit0001_database_is_upgraded(audit_url: str) -> None:
     with engine.begin() as connection:  # back to the first revision, as a database made before audit0002
         connection.execute(text("DROP TABLE audit_erasures"))
         connection.execute(text("DROP TABLE audit_pseudonym_schemes"))
+        connection.execute(text("ALTER TABLE audit_records DROP COLUMN request_metadata"))  # audit0004's
         connection.execute(text("UPDATE audit_alembic_version SET version_num = 'audit0001'"))
     engine.dispose()
     engine = open_audit_engine(audit_url)
     with engine.connect() as connection:
-        assert connection.execute(text("SELECT version_num FROM audit_alembic_version")).scalar() == "audit0003"
+        assert connection.execute(text("SELECT version_num FROM audit_alembic_version")).scalar() == "audit0004"
         assert connection.execute(select(schema.erasures)).all() == []
         differences = compare_metadata(MigrationContext.configure(
             connection, opts={"version_table": "audit_alembic_version"}), schema.metadata)

@@ -21,7 +21,7 @@ from sqlalchemy import Connection, Engine, select, update
 from sqlalchemy.exc import DBAPIError
 
 from mcp.governance.audit import schema
-from mcp.governance.audit.chain import canonical_json, record_hash
+from mcp.governance.audit.chain import OPTIONAL_HASHED_FIELDS, canonical_json, record_hash
 from mcp.governance.audit.database import open_audit_engine, unreachable
 from mcp.governance.audit.keys import AuditKeys, seal
 
@@ -154,7 +154,10 @@ class AuditLog:
             seq += 1
             fields = _fields(pending.entry)
             digest = record_hash(prev_hash, fields)
-            connection.execute(schema.records.insert().values(seq=seq, prev_hash=prev_hash, hash=digest, **fields))
+            # an optional field left unset is left out of the row as of the hash, so that a
+            # writer keeps writing to a database from before that field's revision
+            stored = {k: v for k, v in fields.items() if v is not None or k not in OPTIONAL_HASHED_FIELDS}
+            connection.execute(schema.records.insert().values(seq=seq, prev_hash=prev_hash, hash=digest, **stored))
             if pending.capture is not None and pending.entry.subject is not None:
                 self._store_capture(connection, seq, digest, pending.entry.subject, pending.capture)
             appended.append(AppendedRecord(seq, digest))
