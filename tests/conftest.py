@@ -212,17 +212,34 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def start_server(tmp_path_factory: pytest.TempPathFactory):
-    """``start_server(config_dict, env=None)`` -> a ready ServerProcess; every one is stopped at the end."""
-    started: list[ServerProcess] = []
+    """``start_server(config_dict, env=None, keep=False)`` -> a ready ServerProcess, stopped when
+    the test module that started it ends (``_servers_end_with_their_module``); ``keep=True``: at
+    the session's end, for a fixture wider than a module. A server with its worker and spare
+    holds ~1 GB: kept to the end of the session, a whole run's servers ran out of memory."""
+    per_module: list[ServerProcess] = []
+    kept: list[ServerProcess] = []
 
-    def start(config: dict, env: dict[str, str] | None = None) -> ServerProcess:
+    def start(config: dict, env: dict[str, str] | None = None, keep: bool = False) -> ServerProcess:
         server = ServerProcess(config, tmp_path_factory.mktemp("server"), env=env)
-        started.append(server)
+        (kept if keep else per_module).append(server)
         return server
 
+    def stop_module_servers() -> None:
+        while per_module:
+            per_module.pop().stop()
+
+    start.stop_module_servers = stop_module_servers
     yield start
-    for server in started:
+    stop_module_servers()
+    for server in kept:
         server.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _servers_end_with_their_module(start_server):
+    """Stops the servers this module started, after its own fixtures are torn down."""
+    yield
+    start_server.stop_module_servers()
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ def upstreams(start_server, tiny_mcp) -> dict:
     """name -> ServerProcess: stable serves tiny:1, canary tiny:2, slow tiny:3 (1.5 s late), doomed tiny:1."""
     def serve(version: str, env: dict | None = None):
         return start_server({"serving": {"models": [{"name": "tiny", "source": str(tiny_mcp), "version": version}]}},
-                            env=env)
+                            env=env, keep=True)
     return {"stable": serve("1"), "canary": serve("2"), "slow": serve("3", {"MCP_FAULT_DELAY_MS": str(SLOW_DELAY_MS)}),
             "doomed": serve("1")}
 

@@ -73,7 +73,7 @@ class PrometheusProcess:
 def served_tiny(start_server, tiny_mcp: Path):
     """``mcp2026 serve`` with the tiny model as ``tiny`` version 1."""
     return start_server({"serving": {"service_name": "mcp2026",
-                                     "models": [{"name": "tiny", "source": str(tiny_mcp), "version": "1"}]}})
+                                     "models": [{"name": "tiny", "source": str(tiny_mcp), "version": "1"}]}}, keep=True)
 
 
 @pytest.fixture(scope="session")

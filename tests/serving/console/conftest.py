@@ -59,5 +59,6 @@ def console_server(start_server, smollm2_auto_mcp, tmp_path_factory) -> ConsoleS
                            "capture": True},
         },
         "signing": {"key_file": str(keys.signing_key), "cert_file": str(keys.signing_cert)},
-    })
-    return ConsoleServer(server.url, folder / "audit.db", Path(smollm2_auto_mcp), server)
+    }, keep=True)
+    yield ConsoleServer(server.url, folder / "audit.db", Path(smollm2_auto_mcp), server)
+    server.stop()  # the package's tests are done with it
