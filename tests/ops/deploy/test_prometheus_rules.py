@@ -48,7 +48,12 @@ def served_count(url: str) -> float:
 
 @pytest.mark.slow
 def test_prometheus_scrapes_a_server_and_records_its_latency(prometheus, served_tiny) -> None:
+    # one request first, so that the histogram's series exist before the scrapes that make its
+    # rate (a series first seen at 3 has no increase); other tests may have made them already
+    httpx.post(served_tiny.url + "/v1/completions", json={"model": "tiny", "prompt": "Hi", "max_tokens": 1},
+               timeout=60.0).raise_for_status()
     prometheus.wait_for('up{job="mcp2026"} == 1')  # requests after the first scrape make a rate
+    prometheus.wait_for('mcp_e2e_request_latency_seconds_count{job="mcp2026"} > 0')
     before = served_count(served_tiny.url)  # other tests share the server
     for _ in range(3):
         answer = httpx.post(served_tiny.url + "/v1/completions", json={"model": "tiny", "prompt": "Hello",
