@@ -39,7 +39,8 @@ CROSS_FIELD = {"tool_choice": ("not in tools", "no tools"), "function_call": ("l
                "functions": ("legacy form",), "tools": ("same function twice", "same tool twice", "cannot be forced"),
                "response_format": ("cannot be compiled",), "text": ("cannot be compiled",),
                "logit_bias": ("token ids are at most",),  # the key pattern takes 10 digits, past 2**31 - 1
-               "messages": ("belong in",),  # Anthropic's tool_use / tool_result blocks in the other role's turn
+               "messages": ("belong in", "prefilled answer"),  # Anthropic's tool_use / tool_result in the other role's
+               # turn; an assistant turn last (Anthropic's prefill, which this server does not continue)
                # /v1/embeddings: what the served model can do, which no static schema states
                "model": ("cannot embed", "is an embedding model"), "dimensions": ("cannot shorten",),
                "input": ("token ids are integers in",)}
