@@ -31,6 +31,7 @@ from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
 from mcp.engine.layers.rotary import RotaryEmbedding, apply_rotary, inverse_frequencies
 from mcp.engine.layers.window import windowed
+from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.weights import ModelWeights
 from mcp.modelfile.spec import ArchitectureConfig
 
@@ -112,11 +113,7 @@ class Gemma3ForCausalLM(torch.nn.Module):
         local = dataclasses.replace(arch, rope_theta=arch.rope_local_theta or arch.rope_theta, rope_scaling=None)
         self.local_rotary = RotaryEmbedding(inverse_frequencies(local), max_positions, dtype).to(device)
 
-    def new_cache(self, batch_size: int, max_len: int) -> KVCache:
-        """A zeroed KV cache for ``batch_size`` sequences of up to ``max_len`` tokens each."""
-        arch = self.arch
-        return KVCache.allocate(arch.num_layers, batch_size, arch.num_kv_heads, max_len, arch.head_dim,
-                                self.dtype, self.embed_tokens.device)
+    new_cache = LlamaForCausalLM.new_cache  # the same cache: every layer keeps every position
 
     def forward(
         self,
