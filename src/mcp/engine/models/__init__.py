@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 
 from mcp.base.errors import UnsupportedModelError
+from mcp.modelfile.spec import ArchitectureConfig
 
 # family -> (module, class); imported lazily, only the family a file names
 _REGISTRY: dict[str, tuple[str, str]] = {
@@ -33,3 +34,12 @@ def model_class(architecture: str) -> type:
 def is_encoder(architecture: str) -> bool:
     """True for a family that only embeds (no KV cache, no output head, no generation)."""
     return architecture == "bert"
+
+
+def sliding_window_layers(arch: ArchitectureConfig) -> tuple[bool, ...]:
+    """Which layers attend only to the last ``arch.sliding_window`` positions: with a pattern
+    (Gemma 3), all but every ``sliding_window_pattern``-th; without one, every layer."""
+    if not arch.sliding_window:
+        return (False,) * arch.num_layers
+    pattern = arch.sliding_window_pattern
+    return tuple(bool(not pattern or (index + 1) % pattern) for index in range(arch.num_layers))
