@@ -46,17 +46,26 @@ def hf_model():
 
 
 @pytest.fixture(scope="module")
-def engine(hf_model, tokenizer_files, tmp_path_factory):
-    folder = save_folder(hf_model, tokenizer_files, tmp_path_factory.mktemp("qwen3moe-hf"))
-    return compiled_engine(folder, tmp_path_factory.mktemp("qwen3moe-mcp") / "tiny.mcp")
+def hf_folder(hf_model, tokenizer_files, tmp_path_factory):
+    return save_folder(hf_model, tokenizer_files, tmp_path_factory.mktemp("qwen3moe-hf"))
 
 
-def test_hf_folder_compiles_to_qwen3_moe_with_its_experts(engine):
+@pytest.fixture(scope="module")
+def engine(hf_folder):
+    return compiled_engine(hf_folder, hf_folder / "tiny.mcp")
+
+
+def test_hf_folder_compiles_to_qwen3_moe_with_its_experts(engine, hf_folder):
+    from mcp.modelfile.inspect import describe
+
     arch = engine.header.architecture
     assert (arch.architecture, arch.num_experts, arch.num_experts_per_tok, arch.moe_intermediate_size) == \
         ("qwen3_moe", EXPERTS, TOP_K, 32)
     assert (arch.norm_topk_prob, arch.decoder_sparse_step, arch.mlp_only_layers) == (False, 1, (1,))
     assert [type(layer.mlp) for layer in engine.model.layers] == [SparseMoE, SwiGLU, SparseMoE]
+    with open_model(hf_folder / "tiny.mcp") as model_file:
+        text = describe(model_file, show_plan=False, show_tensors=False)
+    assert "experts          8 of FFN size 32, 2 a token (softmax weights as they are), in 2 of 3 layers" in text
 
 
 def test_hf_folder_matches_transformers(engine, hf_model, hf_greedy):
