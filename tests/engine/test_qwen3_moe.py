@@ -140,3 +140,21 @@ def test_a_step_runs_each_chosen_expert_once_over_its_tokens(engine):
                                 for token, ws, es in zip(x[0], weights, chosen)])
     assert (out[0] - expected).abs().max().item() < 1e-6
 
+
+
+def test_stacked_bf16_experts_split_into_each_experts_exact_matrices(tmp_path):
+    """A GGUF's stacked BF16 experts (raw bytes to the reader) become one matrix per expert, each
+    exactly its slice of transformers' stacked parameters."""
+    hf_model = _hf_model(norm_topk_prob=True)
+    write_gguf(hf_model, tmp_path / "bf16.gguf", "qwen3moe", gguf.GGMLQuantizationType.BF16)
+    compile_model(tmp_path / "bf16.gguf", tmp_path / "bf16.mcp", precision="source")
+    state, inner = hf_model.state_dict(), 32
+    with open_model(tmp_path / "bf16.mcp", verify=True) as model_file:
+        assert model_file.header.tensor("model.layers.2.mlp.gate.weight").encoding == "f32"  # the router
+        for expert in range(EXPERTS):
+            prefix = f"model.layers.2.mlp.experts.{expert}"
+            gate_up = state["model.layers.2.mlp.experts.gate_up_proj"][expert].to(torch.bfloat16)
+            assert torch.equal(model_file.tensor(f"{prefix}.gate_proj.weight"), gate_up[:inner])
+            assert torch.equal(model_file.tensor(f"{prefix}.up_proj.weight"), gate_up[inner:])
+            down = state["model.layers.2.mlp.experts.down_proj"][expert].to(torch.bfloat16)
+            assert torch.equal(model_file.tensor(f"{prefix}.down_proj.weight"), down)
