@@ -46,6 +46,8 @@ class DecoderLayer(torch.nn.Module):
 
 
 class LlamaForCausalLM(torch.nn.Module):
+    layer_class = DecoderLayer
+
     def __init__(
         self, arch: ArchitectureConfig, weights: ModelWeights, max_positions: int, dtype: torch.dtype
     ) -> None:
@@ -53,15 +55,13 @@ class LlamaForCausalLM(torch.nn.Module):
         self.arch = arch
         self.dtype = dtype  # of activations and the KV cache
         self.embed_tokens: Embedding = weights.embedding("model.embed_tokens.weight")
-        self.layers = torch.nn.ModuleList(self.decoder_layer(weights, i) for i in range(arch.num_layers))
+        self.layers = torch.nn.ModuleList(
+            self.layer_class(arch, weights, f"model.layers.{i}") for i in range(arch.num_layers)
+        )
         self.norm = RMSNorm(weights.tensor("model.norm.weight"), arch.rms_norm_eps)
         self.lm_head = weights.linear("model.embed_tokens" if arch.tie_word_embeddings else "lm_head")
         inv_freq = inverse_frequencies(arch, weights.get("model.rope_freqs"))
         self.rotary = RotaryEmbedding(inv_freq, max_positions, dtype).to(self.embed_tokens.device)
-
-    def decoder_layer(self, weights: ModelWeights, index: int) -> torch.nn.Module:
-        """Layer ``index``; a family of other layers on Llama's frame (models/qwen3.py) overrides it."""
-        return DecoderLayer(self.arch, weights, f"model.layers.{index}")
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:
         """A zeroed KV cache for ``batch_size`` sequences of up to ``max_len`` tokens each."""

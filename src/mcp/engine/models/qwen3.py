@@ -41,9 +41,9 @@ def sparse_moe(arch: ArchitectureConfig, weights: ModelWeights, prefix: str) -> 
 class Qwen3DecoderLayer(torch.nn.Module):
     """Llama's layer with QK-norm attention and, when sparse, experts."""
 
-    def __init__(self, arch: ArchitectureConfig, weights: ModelWeights, index: int) -> None:
+    def __init__(self, arch: ArchitectureConfig, weights: ModelWeights, prefix: str) -> None:
         super().__init__()
-        prefix = f"model.layers.{index}"
+        index = int(prefix.removeprefix("model.layers."))  # Llama's frame names layers by prefix
         self.input_layernorm = RMSNorm(weights.tensor(f"{prefix}.input_layernorm.weight"), arch.rms_norm_eps)
         self.self_attn = QKNormAttention(arch, weights, f"{prefix}.self_attn")
         self.post_attention_layernorm = RMSNorm(weights.tensor(f"{prefix}.post_attention_layernorm.weight"),
@@ -59,5 +59,4 @@ class Qwen3DecoderLayer(torch.nn.Module):
 class Qwen3ForCausalLM(LlamaForCausalLM):
     """Qwen3 (family ``qwen3``) and Qwen3-MoE (``qwen3_moe``): Llama's frame, Qwen3's layers."""
 
-    def decoder_layer(self, weights: ModelWeights, index: int) -> torch.nn.Module:
-        return Qwen3DecoderLayer(self.arch, weights, index)
+    layer_class = Qwen3DecoderLayer
