@@ -65,14 +65,17 @@ def test_gguf_matches_transformers(hf_greedy, tmp_path):
     assert_matches(engine, hf_model, hf_greedy)
 
 
-def test_qwen3_with_attention_bias_is_refused(hf_model, tokenizer_files, tmp_path):
+@pytest.mark.parametrize("change, message", [
+    ({"attention_bias": True}, "attention_bias is not supported for Qwen3"),
+    ({"use_sliding_window": True, "sliding_window": 16}, "use_sliding_window is not supported for Qwen3"),
+])
+def test_qwen3_configs_the_engine_cannot_run_are_refused(hf_model, tokenizer_files, tmp_path, change, message):
     import json
 
     from mcp.base.errors import UnsupportedModelError
 
-    folder = save_folder(hf_model, tokenizer_files, tmp_path / "biased")
+    folder = save_folder(hf_model, tokenizer_files, tmp_path / "changed")
     config = json.loads((folder / "config.json").read_text())
-    (folder / "config.json").write_text(json.dumps({**config, "attention_bias": True}))
-    with pytest.raises(UnsupportedModelError, match="attention_bias is not supported for Qwen3"):
-        compile_model(folder, tmp_path / "biased.mcp")
-
+    (folder / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(UnsupportedModelError, match=message):
+        compile_model(folder, tmp_path / "changed.mcp")

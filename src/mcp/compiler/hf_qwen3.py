@@ -24,6 +24,9 @@ def qwen3_architecture(folder: Path, config: dict[str, Any], base: dict[str, Any
     if base["attention_bias"]:
         raise UnsupportedModelError(f"{folder}: attention_bias is not supported for Qwen3 (its checkpoints "
                                     "have none, and it would put a bias on o_proj too)")
+    if config.get("use_sliding_window"):
+        raise UnsupportedModelError(f"{folder}: use_sliding_window is not supported for Qwen3 (a window on the "
+                                    "layers from max_window_layers on); its checkpoints leave it false")
     family = MODEL_TYPES[config["model_type"]]
     return ArchitectureConfig(**{**base, "architecture": family}, **(_moe_fields(config) if family == "qwen3_moe" else {}))
 
