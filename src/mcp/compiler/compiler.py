@@ -37,8 +37,10 @@ from mcp.engine.quant.int4pack import (
 from mcp.engine.quant.int8 import codes_from_q8_0
 from mcp.compiler.progress import CountedTensors, ProgressCallback, ProgressEvent, silent
 from mcp.modelfile.lineage_file import DeclaredLineage
+from mcp.modelfile.moe import is_router
 from mcp.modelfile.spec import (
     BLOCK_ENCODINGS,
+    DENSE_ENCODINGS,
     INT4_ENCODING,
     INT8_ENCODING,
     QPARAMS_SUFFIX,
@@ -224,6 +226,8 @@ def _header(source: SourceModel, precision: str, name: str | None, license: str 
 def _target_encoding(tensor: SourceTensor, precision: str) -> str:
     if precision == "source" or len(tensor.shape) != 2 and precision in ("auto", "int4"):
         return tensor.encoding
+    if precision in ("auto", "int4") and is_router(tensor.name) and tensor.encoding in DENSE_ENCODINGS:
+        return tensor.encoding  # kept as the source has it, run in fp32 (modelfile/moe.py)
     if precision not in ("auto", "int4"):
         return PRECISION_ENCODINGS[precision][0]
     if precision == "int4" and tensor.encoding in INT4_SOURCES and can_pack(tensor.shape) and \

@@ -17,11 +17,13 @@ from safetensors import SafetensorError, safe_open
 from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.compiler.compiler import SourceModel, SourceTensor
 from mcp.compiler.hf_gemma3 import MODEL_TYPE, gemma3_architecture, gemma3_tensor, rope_parameters_of
+from mcp.compiler.hf_qwen3 import MODEL_TYPES as QWEN3_MODEL_TYPES
+from mcp.compiler.hf_qwen3 import qwen3_architecture
 from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE, "bert")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE, *QWEN3_MODEL_TYPES, "bert")
 DTYPE_ENCODINGS = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
 INDEX_FILE = "model.safetensors.index.json"
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # buffers some old checkpoints saved
@@ -164,6 +166,8 @@ def _architecture(
         )
         if config["model_type"] == MODEL_TYPE:
             return gemma3_architecture(folder, config, fields, fields["rope_scaling"]), recipe
+        if config["model_type"] in QWEN3_MODEL_TYPES:
+            return qwen3_architecture(folder, config, fields), recipe
         arch = ArchitectureConfig(**fields)
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFormatError(f"{folder}/config.json: missing or bad value {exc!r}") from None

@@ -15,6 +15,8 @@ from mcp.modelfile.spec import ArchitectureConfig
 _REGISTRY: dict[str, tuple[str, str]] = {
     "llama": ("mcp.engine.models.llama", "LlamaForCausalLM"),
     "gemma3": ("mcp.engine.models.gemma3", "Gemma3ForCausalLM"),
+    "qwen3": ("mcp.engine.models.qwen3", "Qwen3ForCausalLM"),
+    "qwen3_moe": ("mcp.engine.models.qwen3", "Qwen3ForCausalLM"),
     "bert": ("mcp.engine.models.bert", "BertModel"),
 }
 SUPPORTED_ARCHITECTURES = tuple(_REGISTRY)

@@ -26,11 +26,12 @@ import torch.nn.functional as F
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.kv.hybrid import HybridKVStorage
 from mcp.engine.kv.paged import PagedKVStorage
-from mcp.engine.layers.attention import Attention, AttentionInputs, PagedAttentionInputs
+from mcp.engine.layers.attention import AttentionInputs, PagedAttentionInputs
 from mcp.engine.layers.linear import LinearGroup
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
-from mcp.engine.layers.rotary import RotaryEmbedding, apply_rotary, inverse_frequencies
+from mcp.engine.layers.qk_norm import QKNormAttention
+from mcp.engine.layers.rotary import RotaryEmbedding, inverse_frequencies
 from mcp.engine.layers.window import windowed
 from mcp.engine.models import sliding_window_layers
 from mcp.engine.models.llama import LlamaForCausalLM
@@ -38,27 +39,6 @@ from mcp.engine.weights import ModelWeights
 from mcp.modelfile.spec import ArchitectureConfig
 
 
-class QKNormAttention(Attention):
-    """Grouped-query attention whose queries and keys are RMS-normalised per head before RoPE."""
-
-    def __init__(self, arch: ArchitectureConfig, weights: ModelWeights, prefix: str) -> None:
-        super().__init__(
-            LinearGroup([weights.linear(f"{prefix}.{p}_proj") for p in ("q", "k", "v")]),
-            weights.linear(f"{prefix}.o_proj"),
-            num_heads=arch.num_attention_heads, num_kv_heads=arch.num_kv_heads, head_dim=arch.head_dim,
-        )
-        self.q_norm = RMSNorm(weights.tensor(f"{prefix}.q_norm.weight"), arch.rms_norm_eps)
-        self.k_norm = RMSNorm(weights.tensor(f"{prefix}.k_norm.weight"), arch.rms_norm_eps)
-        self.scale = (arch.query_pre_attn_scalar or arch.head_dim) ** -0.5
-
-    def _project(self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        batch, length, _ = x.shape
-        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
-        qkv = self.qkv_proj(x)  # [B, T, (H + 2 KVH) D]
-        q = self.q_norm(qkv[..., : heads * dim].view(batch, length, heads, dim))
-        k = self.k_norm(qkv[..., heads * dim: (heads + kv_heads) * dim].view(batch, length, kv_heads, dim))
-        qk = apply_rotary(torch.cat((q, k), dim=2), angles)  # [B, T, H + KVH, D]
-        return qk, qkv[..., (heads + kv_heads) * dim:].view(batch, length, kv_heads, dim)
 
 
 class GeGLU(SwiGLU):

@@ -46,6 +46,8 @@ class DecoderLayer(torch.nn.Module):
 
 
 class LlamaForCausalLM(torch.nn.Module):
+    layer_class = DecoderLayer
+
     def __init__(
         self, arch: ArchitectureConfig, weights: ModelWeights, max_positions: int, dtype: torch.dtype
     ) -> None:
@@ -54,7 +56,7 @@ class LlamaForCausalLM(torch.nn.Module):
         self.dtype = dtype  # of activations and the KV cache
         self.embed_tokens: Embedding = weights.embedding("model.embed_tokens.weight")
         self.layers = torch.nn.ModuleList(
-            DecoderLayer(arch, weights, f"model.layers.{i}") for i in range(arch.num_layers)
+            self.layer_class(arch, weights, f"model.layers.{i}") for i in range(arch.num_layers)
         )
         self.norm = RMSNorm(weights.tensor("model.norm.weight"), arch.rms_norm_eps)
         self.lm_head = weights.linear("model.embed_tokens" if arch.tie_word_embeddings else "lm_head")
