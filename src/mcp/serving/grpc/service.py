@@ -9,7 +9,8 @@ too) stops the generation and releases the version.
 With ``serving.governance`` the call goes through the same plane as HTTP (``serving/reply.py``):
 the input policy before the model is held (a deny is PERMISSION_DENIED with the rule's reason),
 the output policy on the answer or on each streamed step, and the audit record committed
-before the answer (or the stream's last message) is sent.
+before the answer (or the stream's last message) is sent; what the policies redacted goes in
+the call's trailing metadata, ``x-mcp-redactions`` (serving/redactions.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mcp.serving.grpc.context import Metadata, RequestContext, current
 from mcp.serving.grpc.status import errors_as_status
 from mcp.serving.host import ModelVersion
 from mcp.serving.measured import swap_measured
+from mcp.serving.redactions import redactions_header
 from mcp.serving.reply import Reply
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                 results, steps = await reply.whole()
             finally:
                 reply.finish()
+            context.set_trailing_metadata(tuple(redactions_header(reply.redactions()).items()))
             return convert.infer_response(reply, results[0], steps[0])
 
     async def InferStream(self, request: pb.InferRequest,
@@ -62,6 +65,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
                 async for event in reply.events():
                     if event.result is not None:
                         await reply.settle()  # the record is committed before the last message
+                        context.set_trailing_metadata(tuple(redactions_header(reply.redactions()).items()))
                     yield convert.stream_response(reply, event, tool_stream)
             except MCPError as exc:
                 await reply.settle_failed(exc)
