@@ -47,7 +47,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
         self._state = state
 
     async def Infer(self, request: pb.InferRequest, context: grpc.aio.ServicerContext) -> pb.InferResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             reply = await self._start(request, current(), context.invocation_metadata(), "Infer")
             try:
                 results, steps = await reply.whole()
@@ -58,7 +58,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def InferStream(self, request: pb.InferRequest,
                           context: grpc.aio.ServicerContext) -> AsyncIterator[pb.InferStreamResponse]:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             reply = await self._start(request, current(), context.invocation_metadata(), "InferStream")
             tool_stream = reply.generation.tools.stream() if reply.generation.tools.active else None
             try:
@@ -75,7 +75,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def Embed(self, request: pb.EmbedRequest, context: grpc.aio.ServicerContext) -> pb.EmbedResponse:
         """The HTTP API's /v1/embeddings: the same typed request and lifecycle (serving/embedding.py)."""
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             caller = current()
             served = embedding_request_of(request, caller, context.invocation_metadata(), self._state.config,
                                           f"grpc /{SERVICE_NAME}/Embed")
@@ -90,7 +90,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def LoadModel(self, request: pb.LoadModelRequest,
                         context: grpc.aio.ServicerContext) -> pb.LoadModelResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             current().caller.require_admin()
             spec = convert.served_model(request)
             loaded = await anyio.to_thread.run_sync(self._state.host.load_from_admin, spec, not request.standby)
@@ -98,7 +98,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def SwapModel(self, request: pb.SwapModelRequest,
                         context: grpc.aio.ServicerContext) -> pb.SwapModelResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             current().caller.require_admin()
             convert.checked_name(request.version, "version")
             swapped = swap_measured(self._state, request.name, request.version)
@@ -106,7 +106,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def UnloadModel(self, request: pb.UnloadModelRequest,
                           context: grpc.aio.ServicerContext) -> pb.UnloadModelResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             current().caller.require_admin()
             retired = self._state.host.unload(request.name, request.version or None)
             return pb.UnloadModelResponse(retired=[self._info(v) for v in retired])

@@ -28,7 +28,7 @@ from mcp.serving.http import messages_convert as convert
 from mcp.serving.http import messages_render as render
 from mcp.serving.http import messages_schemas as m
 from mcp.serving.http.auth import caller_of, state_of
-from mcp.serving.http.errors import field_error
+from mcp.serving.http.errors import count_refusal, field_error
 from mcp.serving.http.fields import IGNORED_HEADER
 from mcp.serving.http.openai_api import SLA_CLASS, FinishingStream, cancel_on_disconnect, stream_headers
 from mcp.serving.http.schemas import ErrorResponse, RedactionReport
@@ -59,6 +59,7 @@ class MessagesRoute(APIRoute):
             except Exception as exc:  # noqa: BLE001 - a bug: logged, answered as a 500
                 logger.exception("unexpected error on %s %s", request.method, request.url.path)
                 wire = describe(exc)
+            count_refusal(request, wire)
             headers = {"Retry-After": str(wire.retry_after_s)} if wire.retry_after_s is not None else None
             return JSONResponse(render.error_body(wire), status_code=wire.status, headers=headers)
 
