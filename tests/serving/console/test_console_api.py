@@ -1,12 +1,13 @@
 """``/console`` over HTTP on a real server with the default model: the page and its headers, who
 may see what, the live overview stream after real requests (HTTP 429s and gRPC RESOURCE_EXHAUSTED
-told apart), tenants, audit and compliance."""
+told apart), each version's memory, tenants, audit and compliance."""
 
 from __future__ import annotations
 
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import grpc
 import httpx
@@ -107,6 +108,16 @@ def test_a_grpc_refusal_shows_in_the_overview_apart_from_http(console_server):
     assert console_server.server.metric("mcp_requests_refused_total", transport="grpc") == 1
     rows = {row["name"]: row for row in console_server.get("/console/api/tenants").json()}
     assert rows["narrow"]["refused"] == 1 and rows["narrow"]["requests_last_minute"] == 1
+
+
+def test_a_versions_memory_is_its_workers_resident_memory(console_server):
+    (view,) = [v for v in console_server.get("/console/api/models").json() if v["version"] == "1"]
+    assert view["memory_measure"] == "worker_rss" and view["file_bytes"] == console_server.model_file.stat().st_size
+    status = Path(f"/proc/{console_server.server.worker_pid('smollm2:1')}/status").read_text()
+    rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) * 1024
+    assert abs(view["memory_bytes"] - rss) <= 0.1 * rss  # what the kernel says of the worker, read twice
+    # the worker holds its weights, KV cache, interpreter and torch: more than the file, more than its weights
+    assert view["memory_bytes"] > view["file_bytes"] and view["memory_bytes"] > view["weight_bytes"] > 0
 
 
 def test_a_tenant_key_sees_its_own_tenant_only(console_server):
