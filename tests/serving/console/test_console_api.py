@@ -120,6 +120,17 @@ def test_a_versions_memory_is_its_workers_resident_memory(console_server):
     assert view["memory_bytes"] > view["file_bytes"] and view["memory_bytes"] > view["weight_bytes"] > 0
 
 
+def test_in_process_a_versions_memory_is_its_weights_as_its_worker_counts_them(console_server):
+    from mcp.config.runtime import config_from_dict
+    from mcp.runtime.session import Session
+    from mcp.serving.console.views import memory_of
+
+    (in_worker,) = [v for v in console_server.get("/console/api/models").json() if v["version"] == "1"]
+    with Session(config_from_dict({"runtime": {"device": "cpu"}, "serving": {"isolation": "none"}})) as session:
+        model = session.load_model(str(console_server.model_file))
+        assert memory_of(model) == (in_worker["weight_bytes"], "weights", in_worker["weight_bytes"])
+
+
 def test_a_tenant_key_sees_its_own_tenant_only(console_server):
     assert console_server.chat("Hi", key=USER, max_tokens=1).status_code == 200
     rows = console_server.get("/console/api/tenants", key=USER).json()

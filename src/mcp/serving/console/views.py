@@ -1,5 +1,5 @@
 """``/console/api/models`` and ``/console/api/tenants``: what the admin API and the rate limiter
-know, in the shape the pages draw, and each loaded version's memory (``_memory``). Loading,
+know, in the shape the pages draw, and each loaded version's memory (``memory_of``). Loading,
 swapping and unloading go through ``/admin/models`` itself (the page calls it); these routes
 only read.
 """
@@ -63,7 +63,7 @@ async def models(state: ServerState = Depends(state_of)) -> list[VersionView]:
 def _version_view(version: ModelVersion, current: bool) -> VersionView:
     model = version.model
     path = Path(model.path)
-    memory_bytes, measure, weight_bytes = _memory(model)
+    memory_bytes, measure, weight_bytes = memory_of(model)
     return VersionView(name=version.name, version=version.version, source=version.source, current=current,
                        file=str(path), file_bytes=path.stat().st_size if path.is_file() else None,
                        memory_bytes=memory_bytes, memory_measure=measure, weight_bytes=weight_bytes,
@@ -72,7 +72,7 @@ def _version_view(version: ModelVersion, current: bool) -> VersionView:
                        loaded_at=version.loaded_at)
 
 
-def _memory(model: Model) -> tuple[int | None, Literal["worker_rss", "weights"], int | None]:
+def memory_of(model: Model) -> tuple[int | None, Literal["worker_rss", "weights"], int | None]:
     """What a loaded version holds in memory: with worker isolation its worker process's resident
     memory (weights, KV cache, interpreter: the process exists for this version alone), else its
     weight tensors (the server process's RSS is every version's and the server's together)."""
