@@ -9,8 +9,10 @@ SLO class comes from the ``x-sla-class`` header, the tenant from the key (or, on
 server, the ``x-tenant-id`` header). A client that goes away cancels its sequences; the
 version is released when the last byte is sent. With governance, each choice's text passes
 the output policy (streamed text on a sliding window) and the audit record is committed
-before the response completes. That lifecycle (admission, guard, record, finish once, release,
-count tokens) is ``serving/reply.py``'s, shared with gRPC; this module renders it.
+before the response completes; what the policies redacted is reported on the answer
+(``x-mcp-redactions``, ``mcp_redactions``: serving/redactions.py). That lifecycle (admission,
+guard, record, finish once, release, count tokens) is ``serving/reply.py``'s, shared with gRPC;
+this module renders it.
 """
 
 from __future__ import annotations
