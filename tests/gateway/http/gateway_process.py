@@ -4,6 +4,7 @@ the canary tests' traffic: ever new users until a rollout has ended, and the arm
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -109,3 +110,9 @@ def arms_served(url: str, model: str, num: int = 10) -> set[str]:
     return {httpx.post(url + "/v1/completions", headers={"authorization": f"Bearer {FREE_KEY}"}, timeout=30,
                        json={"model": model, "prompt": "hi", "max_tokens": 1, "user": f"later-{i}"}).headers["x-mcp-arm"]
             for i in range(num)}
+
+
+def error_events(events: list[str]) -> list[int]:
+    """The indexes of a stream's error events (data lines of a JSON object with "error"; a token
+    whose text is "error" is not one)."""
+    return [i for i, e in enumerate(events) if e != "[DONE]" and "error" in json.loads(e)]

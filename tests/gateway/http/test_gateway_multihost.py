@@ -32,7 +32,7 @@ import httpx
 import pytest
 
 import netns
-from gateway_process import ADMIN, FREE_KEY, GatewayProcess, arms_served, traffic_until_rollout_ends
+from gateway_process import ADMIN, FREE_KEY, GatewayProcess, arms_served, error_events, traffic_until_rollout_ends
 from mcp.gateway.pools.prefix import prefix_key, rendezvous_order
 from mcp.gateway.registry.artifacts import read_artifact
 from mcp.gateway.registry.registry import Registry
@@ -273,7 +273,7 @@ def test_a_host_cut_off_under_load_fails_over_within_its_health_checks_and_loses
     for o in outcomes:
         if o.events is not None:
             assert o.events[-1] == "[DONE]", o
-            errors = [i for i, e in enumerate(o.events[:-1]) if "error" in json.loads(e)]  # not a token "error"
+            errors = error_events(list(o.events))
             if errors:  # broken off by the cut: only ever after events had already gone out
                 assert json.loads(o.events[errors[0]])["error"]["code"] == "upstream_broken" and errors[0] >= 1, o
 
