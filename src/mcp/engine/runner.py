@@ -151,10 +151,13 @@ class ModelRunner:
         prefill chunk's rows write their keys and values before any row attends, so each row
         attends to the chunk's earlier tokens, as the causal mask lets it."""
         ids = torch.tensor([t for c in chunks for t in c.token_ids], device=self.device)  # [N]
-        x = self.model.embed_tokens(ids).to(torch.float32).contiguous()  # [N, hidden]
+        x = self.model.embed(ids).to(torch.float32).contiguous()  # [N, hidden]
         positions = [c.start + i for c in chunks for i in range(len(c.token_ids))]
         tables = [c.block_table for c in chunks for _ in c.token_ids]
-        hidden = self.native_step(x, positions, tables)
+        local_tables = None
+        if isinstance(self.storage, HybridKVStorage):
+            local_tables = [c.local_table for c in chunks for _ in c.token_ids]
+        hidden = self.native_step(x, positions, tables, local_tables)
         ends = itertools.accumulate(len(c.token_ids) for c in chunks)
         sampled = [end - 1 for end, c in zip(ends, chunks) if c.samples]
         return self.model.compute_logits(hidden if len(sampled) == len(positions) else hidden[sampled])

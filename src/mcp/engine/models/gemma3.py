@@ -103,7 +103,7 @@ class Gemma3ForCausalLM(torch.nn.Module):
         """New tokens [B, T] -> final hidden states [B, T, hidden]; as ``LlamaForCausalLM.forward``,
         the local layers seeing ``local_inputs`` (their own pool's layout, over a HybridKVStorage)
         or else ``inputs``, narrowed to the window (built once per forward)."""
-        x = (self.embed_tokens(input_ids).to(torch.float32) * self.embed_scale).to(self.dtype)
+        x = self.embed(input_ids).to(self.dtype)
         global_angles = self.rotary.angles(inputs.positions)  # [B, T, 1, D] each
         local_angles = self.local_rotary.angles(inputs.positions)
         local_inputs = windowed(inputs if local_inputs is None else local_inputs, self.arch.sliding_window)
@@ -113,6 +113,10 @@ class Gemma3ForCausalLM(torch.nn.Module):
             else:
                 x = layer(x, global_angles, layer_cache, inputs)
         return self.norm(x)
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Token ids -> fp32 embeddings scaled by sqrt(hidden), as the first layer takes them."""
+        return self.embed_tokens(input_ids).to(torch.float32) * self.embed_scale
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Output head over hidden states [..., hidden] -> fp32 logits [..., vocab]."""

@@ -88,6 +88,10 @@ class LlamaForCausalLM(torch.nn.Module):
             x = layer(x, angles, layer_cache, inputs)
         return self.norm(x)
 
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Token ids -> embeddings as the first layer takes them."""
+        return self.embed_tokens(input_ids)
+
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """Output head over hidden states [..., hidden] -> fp32 logits [..., vocab]."""
         return self.lm_head(hidden).to(torch.float32)

@@ -1,4 +1,4 @@
-"""A native step for the Llama family: every layer of a short step in one C++ call.
+"""A native step for the Llama family and Gemma 3: every layer of a short step in one C++ call.
 
 For a step whose rows each bring one token at its own position (one row per decoding
 sequence, one per token of a prefill chunk), ``NativeDecodeStep`` runs RMSNorm, the fused
@@ -10,6 +10,12 @@ reads the model's own packed matrices and norm weights and the storage's own cac
 through pointers taken once here; longer steps and every other model keep the torch modules.
 A chunk's rows write their keys and values before any row attends (per layer), so each row
 attends to the chunk's earlier tokens as the causal mask would let it.
+
+Gemma 3 (``models/gemma3.py``) runs the same step with its differences as data: per-head q/k
+norms before RoPE, norms of the attention's and the MLP's outputs, GELU for SiLU, its attention
+scale, and windowed layers with their own RoPE tables that see the last ``sliding_window``
+positions through the windowed pool's block tables (``kv/hybrid.py``), or through the one table
+of a single pool.
 """
 
 from __future__ import annotations
@@ -20,9 +26,13 @@ import torch
 
 from mcp.engine import kernels
 from mcp.engine.kernels import KIND_CODES, QuantMatrix
+from mcp.engine.kv.hybrid import HybridKVStorage
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.linear import LinearGroup, NativeLinear
+from mcp.engine.models.gemma3 import Gemma3ForCausalLM
 from mcp.engine.models.llama import LlamaForCausalLM
+
+NATIVE_FAMILIES = (LlamaForCausalLM, Gemma3ForCausalLM)
 
 MAX_PARTS = 3  # a matrix stacked from parts of different kinds (csrc/decode.h, kMaxParts)
 MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
@@ -31,32 +41,29 @@ MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's 
 class NativeDecodeStep:
     """Decode steps of ``model`` over ``storage``; build with ``for_model`` (None if unsupported)."""
 
-    def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage) -> None:
+    def __init__(self, model: LlamaForCausalLM | Gemma3ForCausalLM, storage: PagedKVStorage | HybridKVStorage) -> None:
         problem = unsupported(model, storage)
         if problem:
             raise ValueError(f"the native decode step cannot run this model: {problem}")
         self.model, self.storage = model, storage  # keep every tensor the tables point into alive
-        arch = model.arch
         self.x_digits = _parts(model.layers[0].self_attn.o_proj)[0].x_digits
         self._biases: list[torch.Tensor] = []  # fused biases of stacked q/k/v parts, which the tables point into
         self._layers = torch.tensor([_layer_row(layer, cache, self._biases)
                                      for layer, cache in zip(model.layers, storage.layers)],
-                                    dtype=torch.int64)  # [L, 77]
-        rotary = model.rotary
-        self._dims = torch.tensor([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
-                                   arch.intermediate_size, storage.num_blocks, storage.block_size,
-                                   rotary.cos.shape[0], rotary.cos.data_ptr(), rotary.sin_signed.data_ptr(),
-                                   model.norm.weight.data_ptr(), int(storage.dtype == torch.float16)],
-                                  dtype=torch.int64)
-        self._eps = float(arch.rms_norm_eps)
+                                    dtype=torch.int64)  # [L, 82]
+        self._dims = torch.tensor(_dims(model, storage), dtype=torch.int64)
+        self._eps = float(model.arch.rms_norm_eps)
+        self._hybrid = isinstance(storage, HybridKVStorage)
 
     @classmethod
-    def for_model(cls, model: LlamaForCausalLM, storage: PagedKVStorage) -> NativeDecodeStep | None:
+    def for_model(cls, model: torch.nn.Module, storage: PagedKVStorage | HybridKVStorage) -> NativeDecodeStep | None:
         return None if unsupported(model, storage) else cls(model, storage)
 
-    def __call__(self, x: torch.Tensor, positions: Sequence[int], tables: Sequence[Sequence[int]]) -> torch.Tensor:
+    def __call__(self, x: torch.Tensor, positions: Sequence[int], tables: Sequence[Sequence[int]],
+                 local_tables: Sequence[Sequence[int]] | None = None) -> torch.Tensor:
         """Embedded tokens x [M, hidden] fp32 (overwritten) at ``positions`` [M], row m's
-        blocks ``tables[m]`` (-1: dropped) -> the final hidden states [M, hidden] (x itself)."""
+        blocks ``tables[m]`` (-1: dropped) and, over a HybridKVStorage, its windowed layers'
+        blocks ``local_tables[m]`` -> the final hidden states [M, hidden] (x itself)."""
         rows, hidden = len(positions), self.model.arch.hidden_size
         if x.dtype != torch.float32 or tuple(x.shape) != (rows, hidden) or not x.is_contiguous() or not x.is_cpu:
             raise ValueError(f"x must be a contiguous CPU float32 tensor [{rows}, {hidden}], "
@@ -64,19 +71,41 @@ class NativeDecodeStep:
         if len(tables) != rows or not 1 <= rows <= MAX_ROWS:
             raise ValueError(f"a step takes 1..{MAX_ROWS} rows with one block table each, "
                              f"got {rows} positions and {len(tables)} tables")
-        width = max(len(table) for table in tables)
-        table = torch.tensor([list(t) + [-1] * (width - len(t)) for t in tables], dtype=torch.int64)  # [M, blocks]
+        if (local_tables is not None) != self._hybrid or (local_tables is not None and len(local_tables) != rows):
+            raise ValueError("give local_tables, one per row, exactly when the KV storage is a HybridKVStorage")
+        table = _padded(tables)  # [M, blocks]
+        local = table if local_tables is None else _padded(local_tables)  # [M, local blocks]
         where = torch.tensor(list(positions), dtype=torch.int64)  # [M]
         kernels._cpu.decode_step(self._layers.data_ptr(), len(self.model.layers), self._dims.data_ptr(), self._eps,
-                                 x.data_ptr(), rows, where.data_ptr(), table.data_ptr(), width, self.x_digits,
-                                 torch.get_num_threads())
+                                 x.data_ptr(), rows, where.data_ptr(), table.data_ptr(), table.shape[1], self.x_digits,
+                                 torch.get_num_threads(), local.data_ptr(), local.shape[1])
         return x
 
 
-def unsupported(model: LlamaForCausalLM, storage: PagedKVStorage) -> str:
+def _padded(tables: Sequence[Sequence[int]]) -> torch.Tensor:
+    width = max(len(table) for table in tables)
+    return torch.tensor([list(t) + [-1] * (width - len(t)) for t in tables], dtype=torch.int64)
+
+
+def _dims(model: LlamaForCausalLM | Gemma3ForCausalLM, storage: PagedKVStorage | HybridKVStorage) -> list[int]:
+    """The step's dims vector (csrc/module.cpp, read_dims)."""
+    arch, rotary = model.arch, model.rotary
+    pools = (storage.full, storage.local) if isinstance(storage, HybridKVStorage) else (storage, storage)
+    dims = [arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.intermediate_size,
+            pools[0].num_blocks, storage.block_size, rotary.cos.shape[0], rotary.cos.data_ptr(),
+            rotary.sin_signed.data_ptr(), model.norm.weight.data_ptr(), int(storage.dtype == torch.float16)]
+    if isinstance(model, LlamaForCausalLM):
+        return dims + [0, 0, 0, 0, 0, 0]  # 1 / sqrt(D), SiLU, no window
+    scale = torch.tensor([model.layers[0].self_attn.scale], dtype=torch.float32).view(torch.int32).item()
+    local = model.local_rotary
+    return dims + [scale & 0xFFFFFFFF, 1, arch.sliding_window, local.cos.data_ptr(), local.sin_signed.data_ptr(),
+                   pools[1].num_blocks]
+
+
+def unsupported(model: torch.nn.Module, storage: PagedKVStorage | HybridKVStorage) -> str:
     """Why the native step cannot run ``model`` over ``storage``, or "" when it can."""
-    if type(model) is not LlamaForCausalLM:
-        return f"the native step runs the Llama family only, not {type(model).__name__}"
+    if type(model) not in NATIVE_FAMILIES:
+        return f"the native step runs the Llama family and Gemma 3, not {type(model).__name__}"
     if not kernels.available():
         return f"the native kernels are not built ({kernels.BUILD_ERROR})"
     if model.dtype != torch.float32 or storage.dtype not in (torch.float32, torch.float16):
@@ -133,10 +162,17 @@ def _layer_row(layer: torch.nn.Module, cache, keep: list[torch.Tensor]) -> list[
     """The decode step's table row for one layer (csrc/module.cpp, read_layer)."""
     attn, mlp = layer.self_attn, layer.mlp
     qkv = _parts(attn.qkv_proj)
+    gemma = hasattr(layer, "pre_feedforward_layernorm")  # Gemma3DecoderLayer: four norms a layer
+    before_mlp = layer.pre_feedforward_layernorm if gemma else layer.post_attention_layernorm
+    extra = [0, 0, 0, 0, 0]
+    if gemma:
+        extra = [_fp32(attn.q_norm.weight).data_ptr(), _fp32(attn.k_norm.weight).data_ptr(),
+                 _fp32(layer.post_attention_layernorm.weight).data_ptr(),
+                 _fp32(layer.post_feedforward_layernorm.weight).data_ptr(), int(layer.local)]
     return [_fp32(layer.input_layernorm.weight).data_ptr(), *_matrix_fields(qkv), _bias(qkv, keep),
-            *_matrix_fields(_parts(attn.o_proj)), _fp32(layer.post_attention_layernorm.weight).data_ptr(),
+            *_matrix_fields(_parts(attn.o_proj)), _fp32(before_mlp.weight).data_ptr(),
             *_matrix_fields(_parts(mlp.gate_up_proj)), *_matrix_fields(_parts(mlp.down_proj)),
-            cache.keys.data_ptr(), cache.values.data_ptr()]
+            cache.keys.data_ptr(), cache.values.data_ptr(), *extra]
 
 
 def _fp32(tensor: torch.Tensor) -> torch.Tensor:

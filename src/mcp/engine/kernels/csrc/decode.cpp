@@ -1,9 +1,11 @@
-// One step of a Llama-family decoder for a few rows, each one token at its own position (a
+// One step of a Llama-family (or Gemma 3) decoder for a few rows, each one token at its own position (a
 // decoding sequence's next token, or one of a prefill chunk's, whose rows all write their keys
 // and values before any row of the layer attends):
 // per layer RMSNorm -> fused q/k/v -> RoPE -> KV write into the paged cache -> grouped-query
 // attention over each row's blocks -> o_proj + residual -> RMSNorm -> gate/up -> SwiGLU ->
-// down + residual; then the final RMSNorm. The same arithmetic as the torch modules
+// down + residual; then the final RMSNorm. Gemma 3 adds per-head q/k norms before RoPE, norms of
+// the attention's and the MLP's outputs, GELU for SiLU, and windowed layers that see the last
+// `window` positions through their own pool's block tables. The same arithmetic as the torch modules
 // (layers/*.py) in fp32, in another summation order; the matrices run the native kernels.
 
 #include "decode.h"
@@ -26,16 +28,38 @@ namespace {
 constexpr int64_t kPartPositions = 256;
 
 // One attention task: row m's query heads that share kv head h, positions from..last, one of
-// the row's `parts` parts (1: the whole row).
+// the row's `parts` parts (1: the whole row); positions before visible_from are hidden.
 struct AttentionTask {
-  int64_t m, h, parts, from, last;
+  int64_t m, h, parts, from, last, visible_from;
+};
+
+// A kind of layer's attention tasks: the global layers' (every position) or the windowed ones'.
+struct TaskList {
+  std::vector<AttentionTask> tasks;
+  std::vector<int64_t> split_groups;  // the first task of each (row, kv head) split in parts
+
+  // Row m sees positions visible..p (visible = 0, or the window's start); its parts begin at
+  // visible's block and are kPartPositions long (whole blocks), so the split depends on the row alone.
+  void build(const ModelDims& d, const StepRows& rows, int64_t window) {
+    tasks.clear();
+    split_groups.clear();
+    const int64_t part = std::max<int64_t>(1, (kPartPositions + d.block_size - 1) / d.block_size) * d.block_size;
+    for (int64_t m = 0; m < rows.M; ++m) {
+      const int64_t p = rows.positions[m], visible = window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
+      const int64_t start = visible / d.block_size * d.block_size, parts = (p - start) / part + 1;
+      for (int64_t h = 0; h < d.kv_heads; ++h) {
+        if (parts > 1) split_groups.push_back(static_cast<int64_t>(tasks.size()));
+        for (int64_t c = 0; c < parts; ++c)
+          tasks.push_back({m, h, parts, start + c * part, std::min(p, start + (c + 1) * part - 1), visible});
+      }
+    }
+  }
 };
 
 // Scratch reused across steps: a step allocates nothing once the shapes were seen.
 struct Scratch {
   std::vector<float> normed, qkv, attn, gate_up, act, proj, scores, part_outs, part_stats;
-  std::vector<AttentionTask> tasks;
-  std::vector<int64_t> split_groups;  // the first task of each (row, kv head) split in parts
+  TaskList global, windowed;
   void fit(const ModelDims& d, const StepRows& rows, int64_t max_len) {
     const int64_t M = rows.M;
     normed.resize(M * std::max(d.hidden, d.intermediate));
@@ -45,19 +69,12 @@ struct Scratch {
     act.resize(M * d.intermediate);
     proj.resize(M * d.hidden);
     scores.resize(M * d.heads * max_len);
-    tasks.clear();
-    split_groups.clear();
-    const int64_t part = std::max<int64_t>(1, (kPartPositions + d.block_size - 1) / d.block_size) * d.block_size;
-    for (int64_t m = 0; m < M; ++m) {
-      const int64_t p = rows.positions[m], parts = p / part + 1;
-      for (int64_t h = 0; h < d.kv_heads; ++h) {
-        if (parts > 1) split_groups.push_back(static_cast<int64_t>(tasks.size()));
-        for (int64_t c = 0; c < parts; ++c) tasks.push_back({m, h, parts, c * part, std::min(p, (c + 1) * part - 1)});
-      }
-    }
+    global.build(d, rows, 0);
+    windowed.build(d, rows, d.window);
     const int64_t group = d.heads / d.kv_heads;
-    part_outs.resize(tasks.size() * group * d.head_dim);
-    part_stats.resize(tasks.size() * group * 2);
+    const size_t most = std::max(global.tasks.size(), windowed.tasks.size());
+    part_outs.resize(most * group * d.head_dim);
+    part_stats.resize(most * group * 2);
   }
 };
 
@@ -81,14 +98,25 @@ void rotate(float* head, const float* cos, const float* sin_signed, int64_t D) {
   for (int64_t j = 0; j < D; ++j) head[j] = head[j] * cos[j] + swapped[j] * sin_signed[j];
 }
 
-// RoPE on every q and k head of row m, then its k and v into the cache slot of its position
-// (rounded to halves for a cache of halves).
+// Row m's block table in the layer's pool.
+const int64_t* table_of(const LayerRef& layer, const StepRows& rows, int64_t m) {
+  return layer.windowed ? rows.local_tables + m * rows.local_max_blocks : rows.tables + m * rows.max_blocks;
+}
+
+// The q/k norms (Gemma 3) and RoPE on every q and k head of row m, then its k and v into the
+// cache slot of its position (rounded to halves for a cache of halves).
 void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& rows, float* qkv, int64_t m) {
   const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D;
   const int64_t p = rows.positions[m];
   float* row = qkv + m * width;
-  for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, d.cos + p * D, d.sin_signed + p * D, D);
-  const int64_t block = rows.tables[m * rows.max_blocks + p / d.block_size];
+  if (layer.q_norm != nullptr) {
+    rms_norm(row, layer.q_norm, d.heads, D, d.eps, row);  // in place: each value read before it is written
+    rms_norm(row + d.heads * D, layer.k_norm, d.kv_heads, D, d.eps, row + d.heads * D);
+  }
+  const float* cos = (layer.windowed ? d.local_cos : d.cos) + p * D;
+  const float* sin_signed = (layer.windowed ? d.local_sin_signed : d.sin_signed) + p * D;
+  for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, cos, sin_signed, D);
+  const int64_t block = table_of(layer, rows, m)[p / d.block_size];
   const int64_t slot = (block * d.block_size + p % d.block_size) * d.kv_heads * D, n = d.kv_heads * D;
   const float* k = row + d.heads * D;
   const float* v = k + n;
@@ -108,12 +136,12 @@ void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& r
 // its first position on.
 void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s, int64_t t,
             int64_t max_len) {
-  const AttentionTask& task = s.tasks[t];
+  const AttentionTask& task = (layer.windowed ? s.windowed : s.global).tasks[t];
   const int64_t D = d.head_dim, width = (d.heads + 2 * d.kv_heads) * D, group = d.heads / d.kv_heads;
   const int64_t first_head = task.m * d.heads + task.h * group;
   GroupAttention a{s.qkv.data() + task.m * width + task.h * group * D, layer.keys, layer.values,
-                   rows.tables + task.m * rows.max_blocks, d.block_size, d.kv_heads, task.h, group, D, task.last,
-                   1.0f / std::sqrt(static_cast<float>(D)), task.from, d.kv_f16};
+                   table_of(layer, rows, task.m), d.block_size, d.kv_heads, task.h, group, D, task.last,
+                   d.attn_scale, task.from, d.kv_f16, task.visible_from};
   float* scores = s.scores.data() + first_head * max_len + task.from * group;
   if (task.parts == 1) {
     attend_group(a, scores, s.attn.data() + first_head * D);
@@ -174,6 +202,36 @@ void project(const Team& team, const MatrixRef& w, const float* x, int64_t M, fl
   }
 }
 
+// torch's F.gelu(x, approximate="tanh"): 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+inline float gelu_tanh(float x) {
+  constexpr float kBeta = 0.7978845608028654f, kKappa = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kBeta * (x + kKappa * x * x * x)));
+}
+
+// x += in . W^T (o or down), or with an output norm (Gemma 3) x += norm(in . W^T): without
+// one, each thread adds its own columns as it computes them; with one, a row's whole
+// projection is normalized first, so the rows are added after a barrier, a row per thread.
+// Ends with a barrier: the next phase reads every column of x.
+void project_to_x(const Team& team, const ModelDims& d, const MatrixRef& w, const float* out_norm, const float* in,
+                  const StepRows& rows, Scratch& s, int x_digits) {
+  const int64_t M = rows.M, H = d.hidden;
+  project(team, w, in, M, s.proj.data(), x_digits, H, [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
+    matrix_rows(a, w, n0, n1);
+    if (out_norm == nullptr)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
+  });
+  team.barrier();
+  if (out_norm == nullptr) return;
+  for (int64_t m = 0; m < M; ++m)
+    if (team.mine(m)) {
+      float* row = s.proj.data() + m * H;
+      rms_norm(row, out_norm, 1, H, d.eps, row);
+      for (int64_t n = 0; n < H; ++n) rows.x[m * H + n] += row[n];
+    }
+  team.barrier();
+}
+
 void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s,
                int64_t max_len, int x_digits) {
   const int64_t M = rows.M, H = d.hidden, I = d.intermediate;
@@ -193,30 +251,23 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
   for (int64_t m = 0; m < M; ++m)
     if (team.mine(m)) rope_and_write(d, layer, rows, s.qkv.data(), m);
   team.barrier();  // a chunk's rows attend to each other's keys: all written first
-  const int64_t num_tasks = static_cast<int64_t>(s.tasks.size());
+  const TaskList& list = layer.windowed ? s.windowed : s.global;
+  const int64_t num_tasks = static_cast<int64_t>(list.tasks.size());
   for (int64_t t = 0; t < num_tasks; ++t)
     if (team.mine(t)) attend(d, layer, rows, s, t, max_len);
   team.barrier();
-  if (!s.split_groups.empty()) {  // the parts of long rows, combined
+  if (!list.split_groups.empty()) {  // the parts of long rows, combined
     const int64_t group = d.heads / d.kv_heads, D = d.head_dim;
-    for (int64_t i = 0; i < static_cast<int64_t>(s.split_groups.size()); ++i) {
+    for (int64_t i = 0; i < static_cast<int64_t>(list.split_groups.size()); ++i) {
       if (!team.mine(i)) continue;
-      const int64_t first = s.split_groups[i];
-      const AttentionTask& task = s.tasks[first];
+      const int64_t first = list.split_groups[i];
+      const AttentionTask& task = list.tasks[first];
       combine_parts(s.part_outs.data() + first * group * D, s.part_stats.data() + first * group * 2, task.parts,
                     group, D, s.attn.data() + (task.m * d.heads + task.h * group) * D);
     }
     team.barrier();
   }
-  // o and down: columns [n0, n1) of the projection, added to the residual stream x there
-  const auto add_to_x = [&](const MatrixRef& w, const MatmulArgs& a, int64_t n0, int64_t n1) {
-    matrix_rows(a, w, n0, n1);
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = n0; n < n1; ++n) rows.x[m * H + n] += s.proj[m * H + n];
-  };
-  project(team, layer.o, s.attn.data(), M, s.proj.data(), x_digits, H,
-          [&](const MatmulArgs& a, int64_t n0, int64_t n1) { add_to_x(layer.o, a, n0, n1); });
-  team.barrier();
+  project_to_x(team, d, layer.o, layer.attn_out_norm, s.attn.data(), rows, s, x_digits);
   rms_norm(rows.x, layer.post_norm, M, H, d.eps, normed.data());
   // gate rows [i0, i1) and their up rows [I + i0, I + i1) in one thread, SwiGLU on them there
   project(team, layer.gate_up, normed.data(), M, s.gate_up.data(), x_digits, I,
@@ -226,13 +277,11 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
             for (int64_t m = 0; m < M; ++m) {
               const float* gate = s.gate_up.data() + m * 2 * I;
               for (int64_t i = i0; i < i1; ++i)
-                s.act[m * I + i] = gate[i] / (1.0f + std::exp(-gate[i])) * gate[I + i];
+                s.act[m * I + i] = (d.gelu ? gelu_tanh(gate[i]) : gate[i] / (1.0f + std::exp(-gate[i]))) * gate[I + i];
             }
           });
   team.barrier();
-  project(team, layer.down, s.act.data(), M, s.proj.data(), x_digits, H,
-          [&](const MatmulArgs& a, int64_t n0, int64_t n1) { add_to_x(layer.down, a, n0, n1); });
-  team.barrier();  // the next layer's norm reads every column of x
+  project_to_x(team, d, layer.down, layer.mlp_out_norm, s.act.data(), rows, s, x_digits);
 }
 
 void run_layers(const Team& team, const ModelDims& d, const LayerRef* layers, int64_t num_layers,
@@ -274,22 +323,34 @@ std::string check_matrix(const char* name, int64_t layer, const MatrixRef& w, in
          "], the model needs [" + std::to_string(N) + ", " + std::to_string(K) + "]";
 }
 
+// Row m's entries first_block..p / block_size of a table [M, width] name blocks in -1..num_blocks - 1,
+// the last one kept (the row writes its position there).
+std::string check_table(const char* name, const int64_t* tables, int64_t width, int64_t num_blocks,
+                        int64_t first_block, int64_t m, int64_t p, int64_t block_size) {
+  const std::string row = std::string(name) + " row " + std::to_string(m) + ": ";
+  if (p / block_size >= width)
+    return row + "position " + std::to_string(p) + " is past its " + std::to_string(width) + " blocks";
+  for (int64_t b = first_block; b <= p / block_size; ++b) {
+    const int64_t block = tables[m * width + b];
+    if (block < -1 || block >= num_blocks)
+      return row + "block " + std::to_string(block) + " outside -1.." + std::to_string(num_blocks - 1);
+  }
+  if (tables[m * width + p / block_size] < 0) return row + "position " + std::to_string(p) + " falls in a dropped block";
+  return "";
+}
+
 std::string check_rows(const ModelDims& d, const StepRows& rows) {
   if (rows.M < 1 || rows.M > 256) return "a decode step takes 1 to 256 rows, got " + std::to_string(rows.M);
   for (int64_t m = 0; m < rows.M; ++m) {
     const int64_t p = rows.positions[m];
-    const std::string row = "row " + std::to_string(m) + ": ";
     if (p < 0 || p >= d.max_positions)
-      return row + "position " + std::to_string(p) + " outside 0.." + std::to_string(d.max_positions - 1);
-    if (p / d.block_size >= rows.max_blocks)
-      return row + "position " + std::to_string(p) + " is past its " + std::to_string(rows.max_blocks) + " blocks";
-    for (int64_t b = 0; b <= p / d.block_size; ++b) {
-      const int64_t block = rows.tables[m * rows.max_blocks + b];
-      if (block < -1 || block >= d.num_blocks)
-        return row + "block " + std::to_string(block) + " outside -1.." + std::to_string(d.num_blocks - 1);
-    }
-    if (rows.tables[m * rows.max_blocks + p / d.block_size] < 0)
-      return row + "position " + std::to_string(p) + " falls in a dropped block";
+      return "row " + std::to_string(m) + ": position " + std::to_string(p) + " outside 0.." +
+             std::to_string(d.max_positions - 1);
+    std::string problem = check_table("tables", rows.tables, rows.max_blocks, d.num_blocks, 0, m, p, d.block_size);
+    if (problem.empty() && d.window > 0)
+      problem = check_table("local_tables", rows.local_tables, rows.local_max_blocks, d.local_num_blocks,
+                            std::max<int64_t>(0, p - d.window + 1) / d.block_size, m, p, d.block_size);
+    if (!problem.empty()) return problem;
   }
   return "";
 }
@@ -298,8 +359,9 @@ std::string check_rows(const ModelDims& d, const StepRows& rows) {
 
 std::string check_step(const ModelDims& d, const LayerRef* layers, int64_t num_layers, const StepRows& rows) {
   if (d.heads < 1 || d.kv_heads < 1 || d.heads % d.kv_heads != 0 || d.head_dim % 2 != 0 || d.head_dim > 512 ||
-      d.block_size < 1 || num_layers < 1)
-    return "model dims: heads must be a multiple of kv heads, head_dim even and at most 512, a layer and a block";
+      d.block_size < 1 || num_layers < 1 || !(d.attn_scale > 0.0f) || d.window < 0)
+    return "model dims: heads must be a multiple of kv heads, head_dim even and at most 512, a layer and a block, "
+           "a positive attention scale and a window >= 0";
   const int64_t qkv = (d.heads + 2 * d.kv_heads) * d.head_dim;
   for (int64_t i = 0; i < num_layers; ++i) {
     const LayerRef& l = layers[i];
@@ -310,6 +372,10 @@ std::string check_step(const ModelDims& d, const LayerRef* layers, int64_t num_l
       if (!problem.empty()) return problem;
     if (l.keys == nullptr || l.values == nullptr || l.input_norm == nullptr || l.post_norm == nullptr)
       return "layer " + std::to_string(i) + " lacks its norms or its KV cache";
+    if ((l.q_norm == nullptr) != (l.k_norm == nullptr))
+      return "layer " + std::to_string(i) + " has a q norm without a k norm, or a k norm without a q norm";
+    if (l.windowed && (d.window < 1 || rows.local_tables == nullptr || d.local_cos == nullptr))
+      return "layer " + std::to_string(i) + " is windowed but the step has no window, local tables or local RoPE";
   }
   return check_rows(d, rows);
 }

@@ -1,4 +1,4 @@
-// A whole decode step of a Llama-family decoder in one call: every layer over a paged KV cache.
+// A whole decode step of a Llama-family or Gemma 3 decoder in one call: every layer over a paged KV cache.
 #pragma once
 
 #include <cstdint>
@@ -33,7 +33,14 @@ struct LayerRef {
   MatrixRef gate_up;  // [2 * I, hidden]: gate rows, then up
   MatrixRef down;  // [hidden, I]
   void* keys;  // [num_blocks, block_size, KVH, D]: the paged cache, written in place, float or
-  void* values;  // IEEE halves (ModelDims::kv_f16)
+  void* values;  // IEEE halves (ModelDims::kv_f16); a windowed layer's in the windowed layers' pool
+  // Gemma 3 (null: none): per-head RMSNorm of q and of k before RoPE, and the norms of the
+  // attention's and the MLP's outputs before each joins the residual stream
+  const float* q_norm;  // [D]
+  const float* k_norm;  // [D]
+  const float* attn_out_norm;  // [hidden]
+  const float* mlp_out_norm;  // [hidden]
+  bool windowed;  // sees the last ModelDims::window positions, through StepRows::local_tables
 };
 
 struct ModelDims {
@@ -44,6 +51,12 @@ struct ModelDims {
   const float* sin_signed;  // [max_positions, D]: (-sin, sin)
   const float* final_norm;  // [hidden]
   bool kv_f16;  // the KV cache holds IEEE halves (uint16_t) instead of floats
+  float attn_scale;  // of q . k (Llama: 1 / sqrt(D))
+  bool gelu;  // the MLP's activation: GELU, tanh approximation (Gemma's GeGLU), else SiLU
+  int64_t window;  // positions a windowed layer sees, its own included (0: no windowed layer)
+  const float* local_cos;  // [max_positions, D]: the windowed layers' RoPE tables
+  const float* local_sin_signed;
+  int64_t local_num_blocks;  // blocks of the windowed layers' pool (kv/hybrid.py)
 };
 
 struct StepRows {
@@ -52,6 +65,8 @@ struct StepRows {
   const int64_t* positions;  // [M]: each token's position, which is also its KV slot in its table
   const int64_t* tables;  // [M, max_blocks]: physical blocks, -1 = dropped by the window (hidden)
   int64_t max_blocks;
+  const int64_t* local_tables;  // [M, local_max_blocks]: the windowed layers' blocks (may be tables)
+  int64_t local_max_blocks;
 };
 
 // "" if the step can run, else what is wrong (the Python wrapper raises it as ValueError).

@@ -193,6 +193,7 @@ struct GroupAttention {
   float scale;  // of the scores: 1 / sqrt(D)
   int64_t from = 0;  // the first position (a block's first): attend_group_part's part
   bool kv_f16 = false;  // the cache holds halves, widened to float as they are read
+  int64_t visible_from = 0;  // positions before it are hidden (a sliding window's start)
 };
 // out [heads, D] = softmax(q_g . k_t * scale) . v_t over the visible t, per head g;
 // scores [heads, last + 1] is scratch.

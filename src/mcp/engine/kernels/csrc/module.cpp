@@ -7,7 +7,9 @@
 #include <Python.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "decode.h"
@@ -119,8 +121,8 @@ PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 constexpr int kMatrixFields = 3 + 5 * mcp_kernels::kMaxParts;  // see read_matrix
-constexpr int kLayerFields = 5 + 4 * kMatrixFields;  // one row of the layer table (see read_layer)
-constexpr int kDimFields = 12;  // the dims vector (see read_dims)
+constexpr int kLayerFields = 10 + 4 * kMatrixFields;  // one row of the layer table (see read_layer)
+constexpr int kDimFields = 18;  // the dims vector (see read_dims)
 
 // parts, N, K, then per part (kMaxParts, unused ones 0): kind, codes, qparams, qparams_f16, rows
 mcp_kernels::MatrixRef read_matrix(const long long* f) {
@@ -134,36 +136,46 @@ mcp_kernels::MatrixRef read_matrix(const long long* f) {
 }
 
 // A row of the int64 layer table: input_norm, qkv (kMatrixFields), qkv_bias, o, post_norm,
-// gate_up, down, keys, values; pointers as integers, 0 for none.
+// gate_up, down, keys, values, q_norm, k_norm, attn_out_norm, mlp_out_norm, windowed (1/0);
+// pointers as integers, 0 for none.
 mcp_kernels::LayerRef read_layer(const long long* f) {
   constexpr int M = kMatrixFields;
-  return {reinterpret_cast<const float*>(f[0]), read_matrix(f + 1), reinterpret_cast<const float*>(f[1 + M]),
-          read_matrix(f + 2 + M), reinterpret_cast<const float*>(f[2 + 2 * M]), read_matrix(f + 3 + 2 * M),
-          read_matrix(f + 3 + 3 * M), reinterpret_cast<void*>(f[3 + 4 * M]), reinterpret_cast<void*>(f[4 + 4 * M])};
+  const auto floats = [](long long v) { return reinterpret_cast<const float*>(v); };
+  const long long* g = f + 5 + 4 * M;  // the Gemma 3 fields
+  return {floats(f[0]), read_matrix(f + 1), floats(f[1 + M]), read_matrix(f + 2 + M), floats(f[2 + 2 * M]),
+          read_matrix(f + 3 + 2 * M), read_matrix(f + 3 + 3 * M), reinterpret_cast<void*>(f[3 + 4 * M]),
+          reinterpret_cast<void*>(f[4 + 4 * M]), floats(g[0]), floats(g[1]), floats(g[2]), floats(g[3]), g[4] != 0};
 }
 
 // dims: hidden, heads, kv_heads, head_dim, intermediate, num_blocks, block_size, max_positions,
-// cos, sin_signed, final_norm (pointers as integers), kv_f16 (1: a KV cache of halves, 0: floats)
+// cos, sin_signed, final_norm (pointers as integers), kv_f16 (1: a KV cache of halves, 0: floats),
+// attn_scale (a float's bits; 0: 1 / sqrt(head_dim)), gelu (1/0), window (0: none), local_cos,
+// local_sin_signed, local_num_blocks
 mcp_kernels::ModelDims read_dims(const long long* f, double eps) {
+  const float scale = f[12] == 0 ? 1.0f / std::sqrt(static_cast<float>(f[3]))
+                                 : std::bit_cast<float>(static_cast<uint32_t>(f[12]));
   return {f[0], f[1], f[2], f[3], f[4], static_cast<float>(eps), f[5], f[6], f[7],
           reinterpret_cast<const float*>(f[8]), reinterpret_cast<const float*>(f[9]),
-          reinterpret_cast<const float*>(f[10]), f[11] != 0};
+          reinterpret_cast<const float*>(f[10]), f[11] != 0, scale, f[13] != 0, f[14],
+          reinterpret_cast<const float*>(f[15]), reinterpret_cast<const float*>(f[16]), f[17]};
 }
 
-// decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, x_digits, num_threads)
+// decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, x_digits, num_threads,
+//             local_tables, local_max_blocks)
 // The Python wrapper (mcp.engine.models.llama_step) checks the tensors' dtypes and shapes;
 // this checks every index the step will follow (positions, block ids, matrix shapes).
 PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 11) {
-    PyErr_Format(PyExc_TypeError, "expected 11 arguments, got %zd", nargs);
+  if (nargs != 13) {
+    PyErr_Format(PyExc_TypeError, "expected 13 arguments, got %zd", nargs);
     return nullptr;
   }
   const double eps = PyFloat_AsDouble(args[3]);
   if (eps == -1.0 && PyErr_Occurred()) return nullptr;
-  long long v[11];
+  long long v[13];
   // every argument but eps (args[3], read above) is an integer; v[3] is a placeholder
-  PyObject* ints[11] = {args[0], args[1], args[2], args[2], args[4], args[5], args[6], args[7], args[8], args[9], args[10]};
-  if (!read_ints(ints, 11, 11, v)) return nullptr;
+  PyObject* ints[13] = {args[0], args[1], args[2], args[2], args[4], args[5], args[6],
+                        args[7], args[8], args[9], args[10], args[11], args[12]};
+  if (!read_ints(ints, 13, 13, v)) return nullptr;
   if (v[1] < 1 || v[1] > 4096) {
     PyErr_Format(PyExc_ValueError, "num_layers must be 1..4096, got %lld", v[1]);
     return nullptr;
@@ -173,7 +185,8 @@ PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   for (long long i = 0; i < v[1]; ++i) layers.push_back(read_layer(table + i * kLayerFields));
   const mcp_kernels::ModelDims dims = read_dims(reinterpret_cast<const long long*>(v[2]), eps);
   const mcp_kernels::StepRows rows{v[5], reinterpret_cast<float*>(v[4]), reinterpret_cast<const int64_t*>(v[6]),
-                                   reinterpret_cast<const int64_t*>(v[7]), v[8]};
+                                   reinterpret_cast<const int64_t*>(v[7]), v[8],
+                                   reinterpret_cast<const int64_t*>(v[11]), v[12]};
   const std::string problem = mcp_kernels::check_step(dims, layers.data(), v[1], rows);
   if (!problem.empty()) {
     PyErr_SetString(PyExc_ValueError, problem.c_str());
