@@ -1,4 +1,4 @@
-"""A native step for the Llama family and Gemma 3: every layer of a short step in one C++ call.
+"""A native step for the Llama family, Gemma 3 and Qwen3: every layer of a short step in one C++ call.
 
 For a step whose rows each bring one token at its own position (one row per decoding
 sequence, one per token of a prefill chunk), ``NativeDecodeStep`` runs RMSNorm, the fused
@@ -15,7 +15,7 @@ Gemma 3 (``models/gemma3.py``) runs the same step with its differences as data: 
 norms before RoPE, norms of the attention's and the MLP's outputs, GELU for SiLU, its attention
 scale, and windowed layers with their own RoPE tables that see the last ``sliding_window``
 positions through the windowed pool's block tables (``kv/hybrid.py``), or through the one table
-of a single pool.
+of a single pool. Qwen3 (dense) is Llama with Gemma's q/k norms.
 """
 
 from __future__ import annotations
@@ -29,10 +29,13 @@ from mcp.engine.kernels import KIND_CODES, QuantMatrix
 from mcp.engine.kv.hybrid import HybridKVStorage
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.linear import LinearGroup, NativeLinear
+from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.models.gemma3 import Gemma3ForCausalLM
 from mcp.engine.models.llama import LlamaForCausalLM
+from mcp.engine.models.qwen3 import Qwen3ForCausalLM
 
-NATIVE_FAMILIES = (LlamaForCausalLM, Gemma3ForCausalLM)
+# Qwen3 dense only: a layer of experts is refused by ``unsupported``
+NATIVE_FAMILIES = (LlamaForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM)
 
 MAX_PARTS = 3  # a matrix stacked from parts of different kinds (csrc/decode.h, kMaxParts)
 MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
@@ -105,7 +108,7 @@ def _dims(model: LlamaForCausalLM | Gemma3ForCausalLM, storage: PagedKVStorage |
 def unsupported(model: torch.nn.Module, storage: PagedKVStorage | HybridKVStorage) -> str:
     """Why the native step cannot run ``model`` over ``storage``, or "" when it can."""
     if type(model) not in NATIVE_FAMILIES:
-        return f"the native step runs the Llama family and Gemma 3, not {type(model).__name__}"
+        return f"the native step runs the Llama family, Gemma 3 and Qwen3, not {type(model).__name__}"
     if not kernels.available():
         return f"the native kernels are not built ({kernels.BUILD_ERROR})"
     if model.dtype != torch.float32 or storage.dtype not in (torch.float32, torch.float16):
@@ -115,6 +118,8 @@ def unsupported(model: torch.nn.Module, storage: PagedKVStorage | HybridKVStorag
         return "the model is not on the CPU"
     for index, layer in enumerate(model.layers):
         attn, mlp = layer.self_attn, layer.mlp
+        if not isinstance(mlp, SwiGLU):
+            return f"layer {index}'s MLP is a mixture of experts, which the native step does not run"
         for name, module in (("qkv", attn.qkv_proj), ("o", attn.o_proj), ("gate_up", mlp.gate_up_proj),
                              ("down", mlp.down_proj)):
             parts = _parts(module)
@@ -165,10 +170,11 @@ def _layer_row(layer: torch.nn.Module, cache, keep: list[torch.Tensor]) -> list[
     gemma = hasattr(layer, "pre_feedforward_layernorm")  # Gemma3DecoderLayer: four norms a layer
     before_mlp = layer.pre_feedforward_layernorm if gemma else layer.post_attention_layernorm
     extra = [0, 0, 0, 0, 0]
+    if hasattr(attn, "q_norm"):  # QKNormAttention: Gemma 3, Qwen3
+        extra[:2] = [_fp32(attn.q_norm.weight).data_ptr(), _fp32(attn.k_norm.weight).data_ptr()]
     if gemma:
-        extra = [_fp32(attn.q_norm.weight).data_ptr(), _fp32(attn.k_norm.weight).data_ptr(),
-                 _fp32(layer.post_attention_layernorm.weight).data_ptr(),
-                 _fp32(layer.post_feedforward_layernorm.weight).data_ptr(), int(layer.local)]
+        extra[2:] = [_fp32(layer.post_attention_layernorm.weight).data_ptr(),
+                     _fp32(layer.post_feedforward_layernorm.weight).data_ptr(), int(layer.local)]
     return [_fp32(layer.input_layernorm.weight).data_ptr(), *_matrix_fields(qkv), _bias(qkv, keep),
             *_matrix_fields(_parts(attn.o_proj)), _fp32(before_mlp.weight).data_ptr(),
             *_matrix_fields(_parts(mlp.gate_up_proj)), *_matrix_fields(_parts(mlp.down_proj)),
