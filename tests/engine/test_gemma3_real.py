@@ -80,7 +80,10 @@ def test_run_raw_prints_the_greedy_continuation_of_transformers(engine, gguf_pat
     assert printed.rstrip("\n") == hf_tokenizer.decode(theirs.tolist())
 
 
-def test_the_auto_plan_steps_on_torch(gguf_path):
+def test_the_auto_plan_runs_every_matrix_natively_and_the_native_step(gguf_path):
+    """So ``mcp2026 run`` above (the engine loop) took the native step: Q5_0, Q4_K, Q6_K and the
+    Q8_0 embedding on their GGUF block kernels, the windowed layers in their own KV pool."""
     with open_model(catalog.pull("gemma3-270m")) as model_file:
         engine = NativeEngine(model_file, EngineOptions(device="cpu"))
-    assert engine.plan.decode_step == "torch"  # the native step is the Llama family's (models/llama_step.py)
+    assert engine.plan.decode_step == "native", engine.precision
+    assert all(plan.decode.startswith("mcp-") for plan in engine.plan.by_tensor.values())
