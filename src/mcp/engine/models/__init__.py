@@ -14,6 +14,7 @@ from mcp.base.errors import UnsupportedModelError
 _REGISTRY: dict[str, tuple[str, str]] = {
     "llama": ("mcp.engine.models.llama", "LlamaForCausalLM"),
     "gemma3": ("mcp.engine.models.gemma3", "Gemma3ForCausalLM"),
+    "phi3": ("mcp.engine.models.phi3", "Phi3ForCausalLM"),
     "bert": ("mcp.engine.models.bert", "BertModel"),
 }
 SUPPORTED_ARCHITECTURES = tuple(_REGISTRY)
