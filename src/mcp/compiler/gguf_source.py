@@ -190,7 +190,8 @@ def _architecture(
         attention_bias="blk.0.attn_q.bias" in by_name,
         rope_scaling=_phi3_longrope(get, count, number) if "rope_factors_long.weight" in by_name
         else _rope_scaling(path, get, "rope_freqs.weight" in by_name),
-        **(_gemma3_fields(count, head_dim) if arch == "gemma3" else _window_fields(get, count, rope_dims, head_dim)),
+        **(_gemma3_fields(count, head_dim) if arch == "gemma3"
+           else _window_fields(arch, get, count, rope_dims, head_dim)),
     )
     check_architecture(architecture, str(path), len(by_name))
     return architecture
@@ -206,9 +207,11 @@ def _gemma3_fields(count, head_dim: int) -> dict[str, Any]:
             "rope_local_theta": GEMMA3_ROPE_LOCAL_THETA, "query_pre_attn_scalar": float(scalar)}
 
 
-def _window_fields(get, count, rope_dims: int, head_dim: int) -> dict[str, Any]:
-    """A window on every layer where the file sets one; the rotated dims where fewer than a head's."""
-    window = None if get("attention.sliding_window", None) is None else count("attention.sliding_window")
+def _window_fields(arch: str, get, count, rope_dims: int, head_dim: int) -> dict[str, Any]:
+    """A window on every layer where a "llama" or "phi3" file sets one; the rotated dims where
+    fewer than a head's."""
+    has_window = arch in ("llama", "phi3") and get("attention.sliding_window", None) is not None
+    window = count("attention.sliding_window") if has_window else None
     return {"sliding_window": window, "rotary_dim": None if rope_dims == head_dim else rope_dims}
 
 
