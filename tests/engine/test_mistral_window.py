@@ -141,6 +141,19 @@ def test_window_outgrowing_context_keeps_the_native_kernels_off_the_step(hf_mode
         assert _engine(tmp_path / "tiny.mcp", **native, max_context=WINDOW).plan.decode_step == "native"
 
 
+@pytest.mark.skipif(not kernels.available(), reason="the lean decoder needs the native kernels")
+def test_lean_decoder_refuses_a_context_past_the_window(hf_model, tmp_path):
+    """The lean decoder runs the native step, which has no window: only a context within it."""
+    from mcp.base.errors import ConfigError
+    from mcp.engine.lean.model import LeanModel
+
+    write_mistral_gguf(hf_model, _hf_model(), tmp_path / "tiny-mistral.gguf")
+    compile_model(tmp_path / "tiny-mistral.gguf", tmp_path / "tiny.mcp")  # auto: Q8_0 as grouped int8
+    with pytest.raises(ConfigError, match=f"no sliding window; this model attends through one of {WINDOW} tokens"):
+        LeanModel(tmp_path / "tiny.mcp")
+    assert LeanModel(tmp_path / "tiny.mcp", max_context=WINDOW).max_context == WINDOW
+
+
 def write_mistral_gguf(hf_model, reference, path) -> None:
     """``hf_model`` as a Q8_0 llama GGUF with the window; ``reference`` gets the dequantized weights."""
     writer = gguf.GGUFWriter(path, "llama")
