@@ -215,3 +215,40 @@ def _gguf_name(name: str) -> str:
         return top[name]
     _, _, index, rest = name.split(".", 3)
     return f"blk.{index}.{_GGUF_NAMES[rest.removesuffix('.weight')]}.weight"
+
+
+def test_a_transformers_4_config_compiles_to_the_same_architecture(engine, mcp_path, tmp_path):
+    """Phi-3 checkpoints on the Hub say ``rope_scaling`` {"type": "su" or "longrope", ...} with
+    ``rope_theta`` and ``partial_rotary_factor`` beside it (transformers 4.x), not ``rope_parameters``."""
+    import json
+    import shutil
+
+    folder = tmp_path / "phi3-4x"
+    shutil.copytree(mcp_path.parent, folder, ignore=shutil.ignore_patterns("*.mcp"))
+    config = json.loads((folder / "config.json").read_text())
+    params = config.pop("rope_parameters")
+    config.update(rope_theta=params["rope_theta"], partial_rotary_factor=params["partial_rotary_factor"],
+                  rope_scaling={"type": "su", "short_factor": params["short_factor"],
+                                "long_factor": params["long_factor"]})
+    (folder / "config.json").write_text(json.dumps(config))
+    header = compile_model(folder, tmp_path / "4x.mcp", precision="source")
+    assert header.architecture == engine.header.architecture
+
+
+@pytest.mark.parametrize("change, error, message", [
+    ({"rope_type": "dynamic"}, "UnsupportedModelError", "RoPE scaling 'dynamic' is not supported for Phi-3"),
+    ({"short_factor": [1.0, 2.0]}, "ModelFormatError", "rope short_factor must be a list of 6 numbers"),
+])
+def test_phi3_rope_configs_the_engine_cannot_run_are_refused(mcp_path, tmp_path, change, error, message):
+    import json
+    import shutil
+
+    from mcp.base import errors
+
+    folder = tmp_path / "changed"
+    shutil.copytree(mcp_path.parent, folder, ignore=shutil.ignore_patterns("*.mcp"))
+    config = json.loads((folder / "config.json").read_text())
+    config["rope_parameters"].update(change)
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(getattr(errors, error), match=message):
+        compile_model(folder, tmp_path / "changed.mcp")
