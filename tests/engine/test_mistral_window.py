@@ -122,6 +122,23 @@ def test_engine_loop_batches_and_reuses_prefixes_past_the_window(engine, hf_mode
     _assert_loop_matches(engine, hf_model, hf_greedy)
 
 
+def test_the_kv_cache_frees_what_the_window_no_longer_sees(engine, hf_model, hf_greedy):
+    """With no ``window_tokens`` configured the loop takes the model's window: blocks wholly before
+    it are freed as a sequence grows, a sequence holds the window's blocks and the one being
+    filled, and every token is still transformers' (the freed keys were outside every window)."""
+    params = SamplingParams(max_tokens=40, temperature=0.0, ignore_eos=True)
+    loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=1 << 22))
+    assert loop.kv.window_tokens == WINDOW
+    held: list[int] = []
+    loop.hooks.add("on_token_generated", lambda e: held.append(loop.kv.num_used_blocks))  # on the loop thread
+    try:
+        handle = loop.submit(IDS[:40], params)
+        assert [s.token_id for s in handle] == hf_greedy(hf_model, IDS[:40], 40)
+        assert max(held) <= WINDOW // 16 + 2, held  # 80 tokens would need 5 blocks unwindowed
+    finally:
+        loop.close()
+
+
 def test_window_outgrowing_context_keeps_the_native_kernels_off_the_step(hf_model, hf_greedy, tmp_path):
     """A Q8_0 GGUF runs on the native kernels; the native step, which has no window, is left out
     while the context can outgrow the window, and the torch step gives transformers' tokens (on

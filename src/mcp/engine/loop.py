@@ -37,7 +37,7 @@ from mcp.engine.hooks import HookRegistry
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.live import LiveRequest, LoopStats, StatsRecorder, chunk_token_ids
-from mcp.engine.loop_config import LoopConfig, kv_cache_budget
+from mcp.engine.loop_config import LoopConfig, kv_cache_budget, kv_window_tokens
 from mcp.engine.precision import TORCH_DTYPES
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
 from mcp.engine.sampler import Sampler, SamplingParams
@@ -68,7 +68,7 @@ class EngineLoop:
         self.max_context = engine.max_context
         self.storage = _storage(engine, config)
         self.kv = KVCacheManager(self.storage.num_blocks, config.block_size, config.enable_prefix_caching,
-                                 config.sink_tokens, config.window_tokens)
+                                 config.sink_tokens, kv_window_tokens(config, engine.model.arch))
         self.scheduler = Scheduler(self.kv, config.make_policy(), config.scheduler, pacing=config.make_pacing())
         self.runner = ModelRunner(engine.model, self.storage, engine.plan.decode_step == "native",
                                   engine.plan.decode_max_rows)
