@@ -57,6 +57,7 @@ demo: $(STAMP) mcp-config.yaml build/examples/c-quickstart
 # The registry tests need PostgreSQL on 127.0.0.1:5432: .ci/postgres starts it or says why not.
 # The deploy/ tests need promtool and prometheus: .ci/ops-tools installs them when missing.
 # The signing and evidence tests run the openssl tool: .ci/openssl installs it when missing.
+# The multi-host gateway test makes network namespaces with iproute2's ip: .ci/iproute2 installs it when missing.
 # The attestation tests need swtpm and libtss2 (tpm2-pytss builds against it): .ci/tpm.
 # The compliance report tests render HTML in headless Chromium: .ci/browser installs it when missing.
 # llama-index and instructor pin openai < 3: .ci/clients-openai2 puts them in .venv-clients of their own.
@@ -75,6 +76,7 @@ test: $(TEST_STAMP) $(LIBMCP)
 	bash .ci/tpm
 	bash .ci/browser
 	bash .ci/openssl
+	bash .ci/iproute2
 	bash .ci/clients-openai2
 	$(BIN)/python -m pytest -q --durations=25
 

@@ -7,7 +7,7 @@ median, min and max of several runs. See benchmarks/README.md for what each figu
 
     make install && .venv/bin/pip install -c constraints/cpu.txt -e '.[llamacpp]'   # once: builds llama.cpp
     .venv/bin/python benchmarks/engine.py [--quick] [--engines ours,llamacpp,transformers]
-        [--runs N] [--threads N] [--mcp FILE] [--wait-quiet S] [--json FILE] [--write-results [FILE]]
+        [--runs N] [--threads N] [--model NAME] [--mcp FILE] [--wait-quiet S] [--json FILE] [--write-results [FILE]]
 """
 
 from __future__ import annotations
@@ -66,6 +66,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="comma-separated subset of ours,lean,llamacpp,transformers")
     parser.add_argument("--runs", type=int, help="runs per figure (default 5, --quick 2)")
     parser.add_argument("--threads", type=int, default=2, help="threads for every engine (default 2)")
+    parser.add_argument("--model", default="smollm2-135m-instruct",
+                        help="the catalog model whose GGUF every engine runs (default smollm2-135m-instruct; "
+                             "e.g. gemma3-270m with --engines ours,llamacpp)")
     parser.add_argument("--mcp", help="measure this .mcp instead of compiling the GGUF with this checkout")
     parser.add_argument("--wait-quiet", type=float, metavar="SECONDS",
                         help="before each engine, wait up to SECONDS for other processes to use under 10%% "
@@ -93,13 +96,13 @@ def _prepare(args, settings: Settings, folder: Path) -> tuple[WorkerSpec, str]:
     from mcp.compiler.compiler import compile_model
     from mcp.modelfile.reader import open_model
 
-    gguf = catalog.fetch_source(catalog.DEFAULT_MODEL)
+    gguf = catalog.fetch_source(args.model)
     if args.mcp:
         mcp, how = Path(args.mcp).resolve(), "given with --mcp"
     else:
-        mcp = folder / f"{catalog.DEFAULT_MODEL}.mcp"
+        mcp = folder / f"{args.model}.mcp"
         started = datetime.datetime.now()
-        compile_model(gguf, mcp, name=catalog.DEFAULT_MODEL)
+        compile_model(gguf, mcp, name=args.model)
         how = f"compiled by this checkout in {(datetime.datetime.now() - started).total_seconds():.1f} s"
     with open_model(mcp) as model_file:
         pp_text, chat_text = build_prompts(Tokenizer.from_spec(model_file.header.tokenizer), settings.prompt_tokens)

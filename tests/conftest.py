@@ -128,9 +128,11 @@ def tiny_mcp(smollm2_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 
 
 class ServerProcess:
-    """A real ``mcp2026 serve`` subprocess on a free loopback port."""
+    """A real ``mcp2026 serve`` subprocess on a free loopback port; or, with ``launcher`` (e.g.
+    ``ip netns exec NAME``), on a host of its own: bound to ``host``, reached at ``address``."""
 
-    def __init__(self, config: dict, folder: Path, timeout_s: float = 180.0, env: dict[str, str] | None = None) -> None:
+    def __init__(self, config: dict, folder: Path, timeout_s: float = 180.0, env: dict[str, str] | None = None,
+                 launcher: tuple[str, ...] = (), host: str = "127.0.0.1", address: str | None = None) -> None:
         import os
         import subprocess
         import sys
@@ -138,14 +140,15 @@ class ServerProcess:
         import yaml
 
         self.port = _free_port()
-        config = {**config, "serving": {**config.get("serving", {}), "host": "127.0.0.1", "port": self.port}}
+        config = {**config, "serving": {**config.get("serving", {}), "host": host, "port": self.port}}
         path = folder / "mcp-config.yaml"
         path.write_text(yaml.safe_dump(config))
         self.log_path = folder / "server.log"
         self._log = self.log_path.open("wb")
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process = subprocess.Popen([sys.executable, "-m", "mcp.commands.cli", "serve", "--config", str(path)],
-                                        stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+        self.url = f"http://{address or host}:{self.port}"
+        self.process = subprocess.Popen([*launcher, sys.executable, "-m", "mcp.commands.cli", "serve", "--config",
+                                         str(path)], stdout=self._log, stderr=subprocess.STDOUT,
+                                        env={**os.environ, **(env or {})})
         self._wait_ready(timeout_s)
 
     def _wait_ready(self, timeout_s: float) -> None:
@@ -212,15 +215,16 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="session")
 def start_server(tmp_path_factory: pytest.TempPathFactory):
-    """``start_server(config_dict, env=None, keep=False)`` -> a ready ServerProcess, stopped when
+    """``start_server(config_dict, env=None, keep=False, **where)`` -> a ready ServerProcess (``where``:
+    ServerProcess's launcher, host and address), stopped when
     the test module that started it ends (``_servers_end_with_their_module``); ``keep=True``: at
     the session's end, for a fixture wider than a module. A server with its worker and spare
     holds ~1 GB: kept to the end of the session, a whole run's servers ran out of memory."""
     per_module: list[ServerProcess] = []
     kept: list[ServerProcess] = []
 
-    def start(config: dict, env: dict[str, str] | None = None, keep: bool = False) -> ServerProcess:
-        server = ServerProcess(config, tmp_path_factory.mktemp("server"), env=env)
+    def start(config: dict, env: dict[str, str] | None = None, keep: bool = False, **where) -> ServerProcess:
+        server = ServerProcess(config, tmp_path_factory.mktemp("server"), env=env, **where)
         (kept if keep else per_module).append(server)
         return server
 

@@ -19,8 +19,10 @@ import torch
 from mcp.compiler.compiler import compile_model
 from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.kv.hybrid import HybridKVCacheManager
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
+from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.modelfile.reader import open_model
 
@@ -117,6 +119,28 @@ def test_engine_loop_batches_and_reuses_prefixes_with_transformers_tokens(engine
         assert loop.stats().max_sequences_in_step >= 2
     finally:
         loop.close()
+
+
+def test_engine_loop_keeps_the_local_layers_kv_within_the_window(engine, hf_model, hf_greedy):
+    """Three sequences of 72-token prompts and 48 new tokens, window 16: transformers' greedy
+    tokens, while the local layers' pool holds no more than the window and a step's blocks per
+    sequence and the global layers' pool holds every position (kv/hybrid.py)."""
+    params = SamplingParams(max_tokens=48, temperature=0.0, ignore_eos=True)
+    prompts = [IDS, IDS[1:] + [9], IDS[2:] + [9, 9]]
+    config = LoopConfig(kv_cache_bytes=1 << 22, scheduler=SchedulerConfig(max_num_batched_tokens=32))
+    loop, held = EngineLoop(engine, config), []
+    assert isinstance(loop.kv, HybridKVCacheManager)
+    loop.hooks.add("on_token_generated", lambda event: held.append(
+        (loop.kv.local.num_used_blocks, loop.kv.full.num_used_blocks)))
+    try:
+        handles = [loop.submit(ids, params) for ids in prompts]
+        assert [[s.token_id for s in h] for h in handles] == [hf_greedy(hf_model, ids, 48) for ids in prompts]
+    finally:
+        loop.close()
+    local_peak = -(-(WINDOW + 32) // 16) + 1  # blocks of 16: the window and one step, per sequence
+    assert max(local for local, _ in held) <= 3 * local_peak
+    assert max(full for _, full in held) >= 3 * (72 + 47) // 16  # every position of every sequence
+    assert loop.kv.local.usage == loop.kv.full.usage == 0
 
 
 def test_gemma3_gguf_with_a_bad_window_is_refused(hf_model, tmp_path):

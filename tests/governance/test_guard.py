@@ -38,6 +38,7 @@ def test_a_card_number_split_across_chunks_is_redacted(engine) -> None:
     guard = _guard(engine)
     sent = _stream(guard, ["card 4111 11", "11 1111 1", "111 ok"])
     assert "".join(sent) == "card [REDACTED:payment_card] ok"
+    assert [f.kind for f in guard.redacted] == ["payment_card"]  # counted once, though seen in three checks
 
 
 def test_text_beyond_the_window_streams_without_waiting(engine) -> None:
@@ -57,3 +58,4 @@ def test_a_clean_text_passes_unchanged(engine) -> None:
     guard = _guard(engine)
     text = "One, two, three: the numbers 1, 2 and 3 on 2024-01-15."
     assert "".join(_stream(guard, [text[:10], text[10:]])) == text
+    assert guard.redacted == []

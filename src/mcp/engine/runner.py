@@ -17,10 +17,12 @@ from dataclasses import dataclass, replace
 import torch
 
 from mcp.base.errors import ConfigError
+from mcp.engine.kv.hybrid import HybridKVStorage, split_budget
 from mcp.engine.kv.manager import DROPPED_BLOCK
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.attention import PagedAttentionInputs, paged_attention_inputs
 from mcp.engine.layers.window import outgrows_window
+from mcp.engine.models import sliding_window_layers
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.models.llama_step import NativeDecodeStep
 
@@ -33,13 +35,15 @@ class StepChunk:
     b*block_size..) and covers at least start+len positions; positions before ``start``
     are already in the cache. An entry ``DROPPED_BLOCK`` (-1) is a block the sliding-window
     policy freed: its positions are hidden from attention. ``samples``: the chunk ends at
-    the sequence's last known token, so the step returns logits for it.
+    the sequence's last known token, so the step returns logits for it. ``local_table``: over
+    a ``HybridKVStorage``, the windowed layers' blocks in the local pool (``kv/hybrid.py``).
     """
 
     token_ids: Sequence[int]
     start: int
     block_table: Sequence[int]
     samples: bool
+    local_table: Sequence[int] | None = None
 
 
 def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int,
@@ -57,6 +61,31 @@ def allocate_storage(model: LlamaForCausalLM, num_bytes: int, block_size: int,
                           dtype, model.embed_tokens.device)
 
 
+def releases_window(model: torch.nn.Module, block_size: int) -> bool:
+    """Whether ``model`` has both windowed and global layers, with a window of at least a block:
+    its windowed layers then keep their KV in a pool of their own (``allocate_hybrid_storage``)."""
+    windowed = sliding_window_layers(model.arch)
+    return 0 < sum(windowed) < len(windowed) and model.arch.sliding_window >= block_size
+
+
+def allocate_hybrid_storage(model: torch.nn.Module, num_bytes: int, block_size: int, dtype: torch.dtype,
+                            max_num_seqs: int, max_step_tokens: int) -> HybridKVStorage:
+    """``num_bytes`` of KV shared between a pool for the global layers (every position) and one
+    for the windowed layers (the window and a step, per sequence): ``kv/hybrid.py``."""
+    arch, windowed = model.arch, sliding_window_layers(model.arch)
+    per_layer = PagedKVStorage.bytes_per_block(1, block_size, arch.num_kv_heads, arch.head_dim, dtype)
+    sizes = split_budget(num_bytes, windowed, arch.sliding_window, block_size, per_layer, max_num_seqs,
+                         max_step_tokens)
+    if sizes.full_blocks < 1 or sizes.local_blocks < 1:
+        raise ConfigError(f"a KV cache budget of {num_bytes} bytes holds {sizes.full_blocks} blocks for the "
+                          f"global layers and {sizes.local_blocks} for the windowed ones; raise the budget")
+    device = model.embed_tokens.device
+    pools = [PagedKVStorage(count, blocks, block_size, arch.num_kv_heads, arch.head_dim, dtype, device)
+             for count, blocks in ((len(windowed) - sum(windowed), sizes.full_blocks),
+                                   (sum(windowed), sizes.local_blocks))]
+    return HybridKVStorage(*pools, windowed)
+
+
 class ModelRunner:
     """Runs steps of chunks through ``model`` on ``storage``. One step at a time.
 
@@ -65,7 +94,7 @@ class ModelRunner:
     allows it, each token a row at its own position; every other step runs the torch modules.
     """
 
-    def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage, native_step: bool = False,
+    def __init__(self, model: LlamaForCausalLM, storage: PagedKVStorage | HybridKVStorage, native_step: bool = False,
                  decode_max_rows: int = 16) -> None:
         arch = model.arch
         expected = (arch.num_layers, arch.num_kv_heads, arch.head_dim)
@@ -88,20 +117,38 @@ class ModelRunner:
     def execute(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
         """Run one step; fp32 logits [number of sampling chunks, vocab], in the chunks' order."""
         self._check(chunks)
-        self.storage.zero_until(max(max(c.block_table) for c in chunks) + 1)
+        for pool, tables in self._pools(chunks):
+            pool.zero_until(max(max(table) for table in tables) + 1)
         if self.native_step is not None and sum(len(c.token_ids) for c in chunks) <= self.decode_max_rows:
             return self._native(chunks)
         # Decodes first and together, so that they attend in one SDPA; then each prefill chunk.
         order = sorted(range(len(chunks)), key=lambda i: len(chunks[i].token_ids) != 1)
         ordered = [chunks[i] for i in order]
-        tables = [list(c.block_table) for c in ordered]
-        inputs = paged_attention_inputs([c.start for c in ordered], [len(c.token_ids) for c in ordered],
-                                        [_readable(table) for table in tables], self.storage.block_size, self.device)
+        lengths = [len(c.token_ids) for c in ordered]
+        inputs = self._inputs([c.start for c in ordered], lengths, [list(c.block_table) for c in ordered])
+        ids = torch.tensor([[t for c in ordered for t in c.token_ids]], device=self.device)  # [1, N]
+        if isinstance(self.storage, HybridKVStorage):
+            starts, tables = zip(*(_past_dropped(c.start, c.local_table, self.storage.block_size) for c in ordered))
+            local_inputs = self._inputs(starts, lengths, tables)
+            hidden = self.model(ids, self.storage, inputs, local_inputs)  # [1, N, hidden]
+        else:
+            hidden = self.model(ids, self.storage, inputs)
+        return self.model.compute_logits(hidden[0, _sampled_tokens(chunks, order, self.device)])
+
+    def _inputs(self, starts: Sequence[int], lengths: Sequence[int], tables: Sequence[list[int]]) -> PagedAttentionInputs:
+        """The attention layout of rows bringing ``lengths`` tokens from ``starts`` over one pool's ``tables``."""
+        inputs = paged_attention_inputs(starts, lengths, [_readable(table) for table in tables],
+                                        self.storage.block_size, self.device)
         if any(DROPPED_BLOCK in table for table in tables):
             inputs = _hide_dropped(inputs, tables, self.storage.block_size)
-        ids = torch.tensor([[t for c in ordered for t in c.token_ids]], device=self.device)  # [1, N]
-        hidden = self.model(ids, self.storage, inputs)  # [1, N, hidden]
-        return self.model.compute_logits(hidden[0, _sampled_tokens(chunks, order, self.device)])
+        return inputs
+
+    def _pools(self, chunks: Sequence[StepChunk]) -> list[tuple[PagedKVStorage, list[Sequence[int]]]]:
+        """Each pool of the storage with the chunks' tables into it."""
+        if isinstance(self.storage, HybridKVStorage):
+            return [(self.storage.full, [c.block_table for c in chunks]),
+                    (self.storage.local, [c.local_table for c in chunks])]
+        return [(self.storage, [c.block_table for c in chunks])]
 
     def _native(self, chunks: Sequence[StepChunk]) -> torch.Tensor:
         """Every token of the step a row at its own position, through the native step: a
@@ -120,27 +167,43 @@ class ModelRunner:
         if not chunks:
             raise ValueError("a step needs at least one chunk")
         max_positions = self.model.rotary.cos.shape[0]
+        hybrid = isinstance(self.storage, HybridKVStorage)
         for index, chunk in enumerate(chunks):
-            self._check_chunk(f"chunks[{index}]", chunk, max_positions)
+            name = f"chunks[{index}]"
+            if not chunk.token_ids or chunk.start < 0:
+                raise ValueError(f"{name} has {len(chunk.token_ids)} tokens from position {chunk.start}: "
+                                 "a chunk brings at least one token, from position 0 or later")
+            if chunk.start + len(chunk.token_ids) > max_positions:
+                raise ValueError(f"{name} reaches position {chunk.start + len(chunk.token_ids) - 1}; the model "
+                                 f"runs up to {max_positions - 1}")
+            if (chunk.local_table is not None) != hybrid:
+                raise ValueError(f"{name} {'lacks' if hybrid else 'has'} a local_table: give one exactly when the "
+                                 "storage is a HybridKVStorage (a model with windowed and global layers)")
+        for pool, tables in self._pools(chunks):
+            for index, (chunk, table) in enumerate(zip(chunks, tables)):
+                _check_table(f"chunks[{index}]", chunk, table, pool)
 
-    def _check_chunk(self, name: str, chunk: StepChunk, max_positions: int) -> None:
-        if not chunk.token_ids or chunk.start < 0:
-            raise ValueError(f"{name} has {len(chunk.token_ids)} tokens from position {chunk.start}: "
-                             "a chunk brings at least one token, from position 0 or later")
-        end = chunk.start + len(chunk.token_ids)
-        if end > max_positions:
-            raise ValueError(f"{name} reaches position {end - 1}; the model runs up to {max_positions - 1}")
-        covered = len(chunk.block_table) * self.storage.block_size
-        if end > covered:
-            raise ValueError(f"{name} reaches position {end - 1} but its {len(chunk.block_table)} blocks "
-                             f"cover {covered} positions: allocate its blocks before scheduling it")
-        if max(chunk.block_table) >= self.storage.num_blocks or min(chunk.block_table) < DROPPED_BLOCK:
-            raise ValueError(f"{name} names a block outside 0..{self.storage.num_blocks - 1}")
-        size = self.storage.block_size
-        written = chunk.block_table[chunk.start // size:(end - 1) // size + 1]
-        if DROPPED_BLOCK in written or all(b == DROPPED_BLOCK for b in chunk.block_table):
-            raise ValueError(f"{name} writes positions {chunk.start}..{end - 1} into a block the sliding window "
-                             "dropped, or keeps no block at all")
+
+def _check_table(name: str, chunk: StepChunk, table: Sequence[int], pool: PagedKVStorage) -> None:
+    end, size = chunk.start + len(chunk.token_ids), pool.block_size
+    if end > len(table) * size:
+        raise ValueError(f"{name} reaches position {end - 1} but its {len(table)} blocks "
+                         f"cover {len(table) * size} positions: allocate its blocks before scheduling it")
+    if max(table) >= pool.num_blocks or min(table) < DROPPED_BLOCK:
+        raise ValueError(f"{name} names a block outside 0..{pool.num_blocks - 1}")
+    written = table[chunk.start // size:(end - 1) // size + 1]
+    if DROPPED_BLOCK in written or all(b == DROPPED_BLOCK for b in table):
+        raise ValueError(f"{name} writes positions {chunk.start}..{end - 1} into a block the sliding window "
+                         "dropped, or keeps no block at all")
+
+
+def _past_dropped(start: int, table: Sequence[int], block_size: int) -> tuple[int, list[int]]:
+    """A row's start and table with its leading dropped blocks cut off, positions counted from the
+    first kept block: a windowed layer then reads only the window, not the whole context. Its
+    masks (causal, window) compare positions with positions, so shifting both by whole blocks
+    changes nothing; RoPE takes the true positions from the global layers' layout."""
+    dropped = next(i for i, block in enumerate(table) if block != DROPPED_BLOCK)
+    return start - dropped * block_size, list(table[dropped:])
 
 
 def _readable(table: list[int]) -> list[int]:

@@ -5,7 +5,8 @@ finding that reaches into them) are held back until more text comes, so a card n
 key split across chunks is still seen whole before any of it is sent. Each check scans the
 held text, asks the output policy (a decision is cached per set of finding kinds: the rest
 of its input is the request's), and then sends what may go: redacted spans replaced, or
-nothing more once a rule denies (the choice ends with ``content_filter``).
+nothing more once a rule denies (the choice ends with ``content_filter``). ``redacted`` keeps
+the findings whose spans were replaced (the API reports their count).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from mcp.governance.detectors.scanner import Finding, Scanner, redact
+from mcp.governance.detectors.scanner import Finding, Scanner, redaction
 from mcp.governance.policy.decision import Decision
 
 Decide = Callable[[list[Finding]], Decision]
@@ -24,6 +25,7 @@ class OutputGuard:
         self.scanner, self.decide, self.window_chars = scanner, decide, window_chars
         self.held = ""
         self.sent: list[str] = []
+        self.redacted: list[Finding] = []  # the findings whose spans were replaced in what was sent
         self.stopped_by: Decision | None = None
         self.check_ns = 0  # time spent checking (the trace's output policy span)
 
@@ -56,8 +58,10 @@ class OutputGuard:
             self.check_ns += time.perf_counter_ns() - started
             return ""
         cut = len(self.held) if final else self._cut(findings)
-        released = redact(self.held[:cut], [f for f in findings if f.end <= cut], decision.redact_kinds)
+        released, replaced = redaction(self.held[:cut], [f for f in findings if f.end <= cut],
+                                       decision.redact_kinds)
         self.held = self.held[cut:]
+        self.redacted += replaced
         self.sent.append(released)
         self.check_ns += time.perf_counter_ns() - started
         return released

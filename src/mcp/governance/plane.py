@@ -4,6 +4,7 @@
     model = inference.model or requested                    # a reroute names another model
     texts = inference.prompt_texts                          # redacted when a rule said so
     guard = inference.output_guard()                        # one per choice: feed(chunk) -> text to send
+    inference.redactions()                                  # spans replaced so far, by stage and kind
     await inference.finish(InferenceOutcome(...))           # the audit record, committed; the span, ended
 
 ``admit`` raises ``PolicyDeniedByRule`` (HTTP 403 / gRPC PERMISSION_DENIED) after recording the
@@ -17,6 +18,7 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import anyio.to_thread
@@ -26,7 +28,7 @@ from mcp.config.serving import GovernanceConfig
 from mcp.governance.audit.chain import canonical_json
 from mcp.governance.audit.log import AuditEntry, AuditLog, Capture
 from mcp.governance.audit.maintenance import RetentionKeeper
-from mcp.governance.detectors.scanner import Finding, Scanner, redact
+from mcp.governance.detectors.scanner import Finding, Scanner, redaction
 from mcp.governance.errors import PolicyDeniedByRule
 from mcp.governance.guard import OutputGuard
 from mcp.governance.metrics import GovernanceMetrics
@@ -34,6 +36,7 @@ from mcp.governance.policy.bundle import SHIPPED
 from mcp.governance.policy.decision import Decision
 from mcp.governance.policy.engine import PolicyEngine, RegoPolicyEngine
 from mcp.governance.policy.opa_rest import OPAPolicyEngine
+from mcp.governance.redactions import Redactions
 from mcp.governance.tracing.spans import InferenceTracer, trace_id_of
 
 log = logging.getLogger(__name__)
@@ -175,14 +178,25 @@ class Inference:
     @property
     def prompt_texts(self) -> tuple[str, ...]:
         """The prompt texts, with the spans an input redact rule named replaced."""
+        return self._redacted_input[0]
+
+    @cached_property
+    def _redacted_input(self) -> tuple[tuple[str, ...], tuple[Finding, ...]]:
+        """The prompt texts as the model gets them, and the findings whose spans were replaced."""
         kinds = self.input_decision.redact_kinds
         if not kinds:
-            return self.request.prompt_texts
-        texts, offset = [], 0
+            return self.request.prompt_texts, ()
+        texts, replaced, offset = [], [], 0
         for text in self.request.prompt_texts:
-            texts.append(redact(text, self.findings, kinds, offset))
+            redacted, found = redaction(text, self.findings, kinds, offset)
+            texts.append(redacted)
+            replaced += found
             offset += len(text) + 1
-        return tuple(texts)
+        return tuple(texts), tuple(replaced)
+
+    def redactions(self) -> Redactions:
+        """The spans replaced so far: in the prompt, and in what every choice has sent."""
+        return Redactions.of(self._redacted_input[1], (f for guard in self.guards for f in guard.redacted))
 
     def output_guard(self) -> OutputGuard:
         guard = OutputGuard(self.plane.scanner, self._decide_output, self.plane.window_chars)

@@ -7,6 +7,7 @@ import math
 from collections import Counter
 
 from mcp.modelfile.encoder import ENCODER_ARCHITECTURES
+from mcp.modelfile.moe import is_sparse_layer
 from mcp.modelfile.reader import ModelFile
 from mcp.modelfile.spec import (
     QPARAMS_SUFFIX,
@@ -75,8 +76,19 @@ def _architecture(header: ModelHeader) -> str:
         ("tied embeddings", _yes_no(arch.tie_word_embeddings)),
         ("QKV bias", _yes_no(arch.attention_bias)),
         *_window_rows(arch),
+        *_expert_rows(arch),
         *_pooling(arch),
     ])
+
+
+def _expert_rows(arch) -> list[tuple[str, str]]:
+    """Qwen3-MoE's experts, where the model has them."""
+    if not arch.num_experts:
+        return []
+    sparse = sum(is_sparse_layer(arch, i) for i in range(arch.num_layers))
+    weights = "renormalised" if arch.norm_topk_prob else "softmax weights as they are"
+    return [("experts", f"{arch.num_experts} of FFN size {arch.moe_intermediate_size}, {arch.num_experts_per_tok} "
+                        f"a token ({weights}), in {sparse} of {arch.num_layers} layers")]
 
 
 def _window_rows(arch) -> list[tuple[str, str]]:

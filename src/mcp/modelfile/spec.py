@@ -83,7 +83,7 @@ class ArchitectureConfig:
     """Hyper-parameters of a model: a Llama-family decoder, or a BERT-family encoder (which
     reads ``rms_norm_eps`` as its LayerNorm epsilon and has no RoPE: ``rope_theta`` is unused)."""
 
-    architecture: str  # family the engine runs: "llama", "gemma3", "phi3" or "bert"
+    architecture: str  # family the engine runs: "llama", "gemma3", "qwen3", "qwen3_moe", "phi3" or "bert"
     variant: str  # what the source called it: "llama", "mistral", "qwen2", "smollm2", ...
     vocab_size: int
     hidden_size: int
@@ -108,6 +108,16 @@ class ArchitectureConfig:
     pooling: Pooling | None = None  # how to embed; None: the model does not embed
     type_vocab_size: int = 0  # BERT's token-type (segment) embeddings; 0 for decoders
     rotary_dim: int | None = None  # RoPE turns the first rotary_dim dims of each head (None: all)
+    # Mixture of experts (Qwen3-MoE; modelfile/moe.py): layer i's MLP is ``num_experts`` SwiGLU
+    # experts of width ``moe_intermediate_size``, ``num_experts_per_tok`` of them per token (top-k
+    # of the router's softmax, renormalised to sum 1 when ``norm_topk_prob``), when
+    # (i + 1) % decoder_sparse_step == 0 and i is not in ``mlp_only_layers``; else the dense MLP.
+    num_experts: int = 0
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = 0
+    norm_topk_prob: bool = False
+    decoder_sparse_step: int = 1
+    mlp_only_layers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -223,6 +233,7 @@ def _header_from_dict(data: dict[str, Any]) -> ModelHeader:
     arch = dict(data["architecture"])
     scaling = arch.pop("rope_scaling", None)
     pooling = arch.pop("pooling", None)
+    arch["mlp_only_layers"] = tuple(arch.get("mlp_only_layers", ()))  # a JSON list
     architecture = ArchitectureConfig(
         **arch, rope_scaling=RopeScaling(**scaling) if scaling else None,
         pooling=Pooling(**pooling) if pooling else None,

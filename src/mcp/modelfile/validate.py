@@ -32,8 +32,9 @@ from mcp.modelfile.spec import (
     TensorSpec,
 )
 from mcp.modelfile.encoder import ENCODER_ARCHITECTURES, check_encoder, check_pooling, encoder_tensor_shapes
+from mcp.modelfile.moe import QWEN3_ARCHITECTURES, check_moe, is_sparse_layer, moe_tensor_shapes, qk_norm_shapes
 
-SUPPORTED_ARCHITECTURES = ("llama", "gemma3", "phi3", *ENCODER_ARCHITECTURES)
+SUPPORTED_ARCHITECTURES = ("llama", "gemma3", *QWEN3_ARCHITECTURES, "phi3", *ENCODER_ARCHITECTURES)
 ROPE_SCALING_KINDS = ("llama3", "linear", "freq_factors", "longrope")
 GROUP_SIZE = 32  # int4/int8 group along K (mcp.engine.quant.int4pack.GROUP_SIZE)
 INT4_ROW_ALIGN = 64  # int4 rows come in blocks of 64 in the widest kernel layout (int4pack.ROW_ALIGN)
@@ -150,6 +151,7 @@ def check_architecture(arch: ArchitectureConfig, source: str, num_tensors: int) 
         raise ModelFormatError(f"{source}: architecture.num_attention_heads ({arch.num_attention_heads}) is not "
                                f"a multiple of num_kv_heads ({arch.num_kv_heads})")
     check_pooling(arch, source)
+    check_moe(arch, source, num_tensors, MAX_DIM)
     if arch.architecture in ENCODER_ARCHITECTURES:  # no RoPE
         _positive(arch.rms_norm_eps, source, "architecture.rms_norm_eps")
         check_encoder(arch, source)
@@ -250,7 +252,12 @@ def expected_tensor_shapes(arch: ArchitectureConfig) -> dict[str, tuple[int, ...
         shapes[f"{layer}.self_attn.o_proj.weight"] = (hidden, q_rows)
         if arch.architecture == "gemma3":
             shapes.update(_gemma3_norm_shapes(layer, hidden, hd))
+        elif arch.architecture in QWEN3_ARCHITECTURES:
+            shapes.update(qk_norm_shapes(arch, layer))
         shapes[f"{layer}.post_attention_layernorm.weight"] = (hidden,)
+        if is_sparse_layer(arch, i):
+            shapes.update(moe_tensor_shapes(arch, layer))
+            continue
         shapes[f"{layer}.mlp.gate_proj.weight"] = (arch.intermediate_size, hidden)
         shapes[f"{layer}.mlp.up_proj.weight"] = (arch.intermediate_size, hidden)
         shapes[f"{layer}.mlp.down_proj.weight"] = (hidden, arch.intermediate_size)

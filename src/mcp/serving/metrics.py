@@ -23,6 +23,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from mcp.engine.hooks import GenerationCompleted, HookHandle, SequenceStarted, TokenGenerated
 from mcp.engine.scheduler.slo import SLOClass, SLOTarget
 from mcp.ops.drift import DriftDetector, DriftMonitor, DriftRule, buckets_by_model
+from mcp.serving.errors import WireError
 from mcp.serving.host import ModelHost, ModelVersion
 from mcp.serving.probe import ProbeWindow, Sample
 
@@ -68,8 +69,8 @@ class ServingMetrics:
                                LABELS, buckets=LATENCY_BUCKETS, registry=r)
         self.prefill = Histogram("mcp_request_prefill_time_seconds", "Loop taking the request to first token",
                                  LABELS, buckets=LATENCY_BUCKETS, registry=r)
-        self.refused = Counter("mcp_requests_refused", "Requests answered 429 (rate limit or admission control)",
-                               ("code",), registry=r)
+        self.refused = Counter("mcp_requests_refused", "Requests refused by a rate limit or admission control "
+                               "(HTTP 429, gRPC RESOURCE_EXHAUSTED)", ("code", "transport"), registry=r)
         self.decode = Histogram("mcp_request_decode_time_seconds", "First token to end", LABELS,
                                 buckets=E2E_BUCKETS, registry=r)
 
@@ -87,6 +88,11 @@ class ServingMetrics:
     def detach(self, version: ModelVersion) -> None:
         for handle in self._hooks.pop(version.key, []):
             handle.remove()
+
+    def count_refusal(self, transport: str, wire: WireError) -> None:
+        """An error answer: counted when it is a refusal (HTTP 429; over gRPC RESOURCE_EXHAUSTED)."""
+        if wire.status == 429:
+            self.refused.labels(wire.code or "refused", transport).inc()
 
     def count_slo(self, labels: tuple[str, str, str], good: bool) -> None:
         with self._lock:

@@ -10,8 +10,9 @@ window), and the transport calls ``settle`` to commit the audit record before it
 goes out (``settle_failed`` when an engine error ends it). ``finish`` runs exactly once
 however the request ends (answered, failed, cancelled, the client gone): it records the
 request if nothing did, stops what still runs, releases the version and counts the tokens
-against the tenant. Rendering (OpenAI JSON and server-sent events, ``mcp.v1`` messages) stays
-in each transport's adapter; nothing here knows HTTP or gRPC.
+against the tenant. ``redactions`` says what governance replaced, for the answer to report.
+Rendering (OpenAI JSON and server-sent events, ``mcp.v1`` messages) stays in each transport's
+adapter; nothing here knows HTTP or gRPC.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mcp.serving.tenants import Tenant
 if TYPE_CHECKING:
     from mcp.governance.guard import OutputGuard
     from mcp.governance.plane import GovernancePlane, Inference, InferenceOutcome
+    from mcp.governance.redactions import Redactions
     from mcp.serving.state import ServerState
 
 CONTENT_FILTER = "content_filter"
@@ -93,6 +95,10 @@ class Reply:
             if event.result is not None:
                 self.results[event.index] = event.result
             yield event
+
+    def redactions(self) -> Redactions | None:
+        """The spans governance replaced so far, in the prompt and the answer (None without it)."""
+        return self.inference.redactions() if self.inference is not None else None
 
     async def settle(self) -> None:
         """Commit the audit record of the answer so far (call it before the last byte goes out)."""

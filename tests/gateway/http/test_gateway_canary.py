@@ -13,13 +13,12 @@ import time
 import httpx
 import pytest
 
-from gateway_process import ADMIN_KEY, FREE_KEY
+from gateway_process import ADMIN, arms_served, traffic_until_rollout_ends
 from mcp.gateway.registry.artifacts import read_artifact
 from mcp.gateway.registry.registry import Registry
 from mcp.gateway.registry.stages import Stage
 
 pytestmark = pytest.mark.slow
-ADMIN = {"authorization": f"Bearer {ADMIN_KEY}"}
 
 
 def _split(canary_model: str, canary_pool: str) -> dict:
@@ -31,39 +30,6 @@ RULES = {"version": 1, "routes": [
     {"name": "slow-rollout", "conditions": {"model": "bot-slow"}, "split": _split("tiny:3", "slow")},
     {"name": "good-rollout", "conditions": {"model": "bot-good"}, "split": _split("tiny:2", "b")},
 ], "default": {"backend": {"model_id": "tiny:1", "instance_pool": "a"}}}
-
-
-async def _traffic_until_done(url: str, model: str, rollout_id: int, deadline_s: float = 90.0) -> dict:
-    """Requests from ever new users, 8 at a time, until the rollout has ended; its final state."""
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
-        stop = asyncio.Event()
-
-        async def user_loop(worker: int) -> None:
-            n = 0
-            while not stop.is_set():
-                n += 1
-                r = await client.post("/v1/completions", headers={"authorization": f"Bearer {FREE_KEY}"},
-                                      json={"model": model, "prompt": "hi", "max_tokens": 1, "user": f"w{worker}-{n}"})
-                assert r.status_code == 200, r.text
-
-        workers = [asyncio.create_task(user_loop(w)) for w in range(8)]
-        started = time.monotonic()
-        try:
-            while time.monotonic() - started < deadline_s:
-                state = (await client.get(f"/admin/rollouts/{rollout_id}", headers=ADMIN)).json()
-                if state["status"] != "running":
-                    return state
-                await asyncio.sleep(0.3)
-            raise AssertionError(f"rollout still running after {deadline_s} s: {state}")
-        finally:
-            stop.set()
-            await asyncio.gather(*workers)
-
-
-def _arms(url: str, model: str, num: int = 10) -> set[str]:
-    return {httpx.post(url + "/v1/completions", headers={"authorization": f"Bearer {FREE_KEY}"}, timeout=30,
-                       json={"model": model, "prompt": "hi", "max_tokens": 1, "user": f"later-{i}"}).headers["x-mcp-arm"]
-            for i in range(num)}
 
 
 def test_a_slow_canary_rolls_back_and_a_healthy_one_reaches_100(registry_url, tiny_mcp, start_gateway, pools):
@@ -78,14 +44,14 @@ def test_a_slow_canary_rolls_back_and_a_healthy_one_reaches_100(registry_url, ti
     started = httpx.post(gateway.url + "/admin/rollouts", headers=ADMIN, json={
         "route": "slow-rollout", "steps": [20, 50, 100], "hold_s": 0.5, "min_requests": 4}).json()
     assert (started["status"], started["weight"], started["created_by"]) == ("running", 20, "tenant:ops")
-    ended = asyncio.run(_traffic_until_done(gateway.url, "bot-slow", started["id"]))
+    ended = asyncio.run(traffic_until_rollout_ends(gateway.url, "bot-slow", started["id"]))
     assert (ended["status"], ended["weight"], ended["step"]) == ("rolled_back", 0, 0)
     assert ended["reason"].startswith("analysis failed: p95 latency") and "> 800 ms" in ended["reason"]
     [failed] = [e for e in ended["events"] if e["kind"] == "analysis"]
     assert failed["passed"] is False and failed["detail"]["canary"]["p95_ms"] >= 1500
     assert failed["actor"] == "canary-controller"
     time.sleep(0.4)  # the gateway reads the new weight on its next tick
-    assert _arms(gateway.url, "bot-slow") == {"stable"}
+    assert arms_served(gateway.url, "bot-slow") == {"stable"}
 
     # the healthy canary, from the CLI; the p95 bound is loose so that two busy cores cannot fail it
     cli = [sys.executable, "-m", "mcp.commands.cli", "rollout", "--registry", registry_url, "--actor", "alice"]
@@ -94,13 +60,13 @@ def test_a_slow_canary_rolls_back_and_a_healthy_one_reaches_100(registry_url, ti
                          capture_output=True, text=True, check=True).stdout
     assert "started on route good-rollout: canary (tiny:2) at 20%" in out
     rollout_id = int(out.split("#")[1].split()[0])
-    ended = asyncio.run(_traffic_until_done(gateway.url, "bot-good", rollout_id))
+    ended = asyncio.run(traffic_until_rollout_ends(gateway.url, "bot-good", rollout_id))
     assert (ended["status"], ended["weight"]) == ("succeeded", 100)
     steps = [(e["kind"], e["weight"]) for e in ended["events"] if e["kind"] != "analysis"]
     assert steps == [("start", 20), ("step", 50), ("step", 100), ("succeed", 100)]
     assert [e["passed"] for e in ended["events"] if e["kind"] == "analysis"] == [True, True, True]
     time.sleep(0.4)
-    assert _arms(gateway.url, "bot-good") == {"canary"}
+    assert arms_served(gateway.url, "bot-good") == {"canary"}
 
     status = subprocess.run(cli + ["status", str(rollout_id)], capture_output=True, text=True, check=True).stdout
     assert "succeeded" in status and "alice" in status and "canary-controller" in status

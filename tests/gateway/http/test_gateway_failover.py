@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from gateway_process import ADMIN_KEY, FREE_KEY
+from gateway_process import ADMIN_KEY, FREE_KEY, error_events
 
 pytestmark = pytest.mark.slow
 RULES = {"version": 1, "default": {"backend": {"model_id": "tiny:1", "instance_pool": "pair"}}}
@@ -60,10 +60,10 @@ def test_killing_a_member_mid_load_loses_no_unstarted_request_and_opens_its_brea
     assert any(int(attempts) > 1 for _, attempts, _ in plain)  # some were retried on the live member
     for status, events in streams:
         assert status == 200 and events[-1] == "[DONE]"
-        errors = [e for e in events if '"error"' in e]
+        errors = error_events(events)
         if errors:  # broken off by the kill: only ever after events had already gone out
-            assert "upstream_broken" in errors[0] and events.index(errors[0]) >= 1
-    assert sum(1 for _, events in streams if not any('"error"' in e for e in events)) >= 16
+            assert json.loads(events[errors[0]])["error"]["code"] == "upstream_broken" and errors[0] >= 1
+    assert sum(1 for _, events in streams if not error_events(events)) >= 16
 
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

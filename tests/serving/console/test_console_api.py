@@ -1,23 +1,30 @@
 """``/console`` over HTTP on a real server with the default model: the page and its headers, who
-may see what, the live overview stream after real requests, tenants, audit and compliance."""
+may see what, the live overview stream after real requests (HTTP 429s and gRPC RESOURCE_EXHAUSTED
+told apart), each version's memory, tenants, audit and compliance."""
 
 from __future__ import annotations
 
 import io
 import json
 import zipfile
+from pathlib import Path
 
+import grpc
 import httpx
 import pytest
 from mcp.serving.console.routes import CSP
+from mcp.serving.grpc._gen import inference_pb2 as pb
+from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 from mcp.serving.tenants import hash_key
 
 pytestmark = pytest.mark.slow
 ADMIN, USER, LIMITED = "console-admin-key", "console-acme-key", "console-small-key"  # conftest.py's tenants
+NARROW = "console-narrow-key"
 
 
 def test_the_keys_are_the_servers(console_server):
     assert (console_server.admin_key, console_server.user_key, console_server.limited_key) == (ADMIN, USER, LIMITED)
+    assert console_server.narrow_key == NARROW
 
 
 def test_the_page_and_assets_carry_a_strict_csp_and_load_nothing_from_outside(console_server):
@@ -79,12 +86,49 @@ def test_the_overview_is_for_admins(console_server):
 def test_a_429_shows_in_the_overview_and_on_the_tenants_page(console_server):
     statuses = [console_server.chat("Hi", key=LIMITED, max_tokens=1).status_code for _ in range(3)]
     assert statuses == [200, 200, 429]
-    assert next(_frames(console_server, 1))["refused"].get("rate_limit_exceeded", 0) >= 1
+    assert next(_frames(console_server, 1))["refused"]["http"].get("rate_limit_exceeded", 0) >= 1
     rows = {row["name"]: row for row in console_server.get("/console/api/tenants").json()}
-    assert set(rows) == {"ops", "acme", "small"}
+    assert set(rows) == {"ops", "acme", "small", "narrow"}
     assert rows["small"]["refused"] == 1 and rows["small"]["requests_last_minute"] == 2
     assert rows["small"]["requests_per_minute"] == 2 and rows["acme"]["tokens_last_minute"] > 0
     assert rows["ops"]["key_prefixes"] == [hash_key(ADMIN)[:12]]
+
+
+def test_a_grpc_refusal_shows_in_the_overview_apart_from_http(console_server):
+    next(_frames(console_server, 1))  # the window's snapshot before the refusal
+    request = pb.InferRequest(prompt="Hi", sampling=pb.SamplingParams(max_tokens=1))
+    metadata = (("authorization", f"Bearer {NARROW}"),)
+    with grpc.insecure_channel(console_server.grpc_address) as channel:
+        stub = pb_grpc.InferenceServiceStub(channel)
+        assert stub.Infer(request, metadata=metadata).usage.completion_tokens == 1  # the minute's one request
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.Infer(request, metadata=metadata)
+    assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert next(_frames(console_server, 1))["refused"]["grpc"] == {"rate_limit_exceeded": 1}
+    assert console_server.server.metric("mcp_requests_refused_total", transport="grpc") == 1
+    rows = {row["name"]: row for row in console_server.get("/console/api/tenants").json()}
+    assert rows["narrow"]["refused"] == 1 and rows["narrow"]["requests_last_minute"] == 1
+
+
+def test_a_versions_memory_is_its_workers_resident_memory(console_server):
+    (view,) = [v for v in console_server.get("/console/api/models").json() if v["version"] == "1"]
+    assert view["memory_measure"] == "worker_rss" and view["file_bytes"] == console_server.model_file.stat().st_size
+    status = Path(f"/proc/{console_server.server.worker_pid('smollm2:1')}/status").read_text()
+    rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS:")).split()[1]) * 1024
+    assert abs(view["memory_bytes"] - rss) <= 0.1 * rss  # what the kernel says of the worker, read twice
+    # the worker holds its weights, KV cache, interpreter and torch: more than the file, more than its weights
+    assert view["memory_bytes"] > view["file_bytes"] and view["memory_bytes"] > view["weight_bytes"] > 0
+
+
+def test_in_process_a_versions_memory_is_its_weights_as_its_worker_counts_them(console_server):
+    from mcp.config.runtime import config_from_dict
+    from mcp.runtime.session import Session
+    from mcp.serving.console.views import memory_of
+
+    (in_worker,) = [v for v in console_server.get("/console/api/models").json() if v["version"] == "1"]
+    with Session(config_from_dict({"runtime": {"device": "cpu"}, "serving": {"isolation": "none"}})) as session:
+        model = session.load_model(str(console_server.model_file))
+        assert memory_of(model) == (in_worker["weight_bytes"], "weights", in_worker["weight_bytes"])
 
 
 def test_a_tenant_key_sees_its_own_tenant_only(console_server):

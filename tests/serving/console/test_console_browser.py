@@ -7,6 +7,7 @@ shows them); without it they go to the test's temporary folder.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -77,6 +78,21 @@ def test_a_chat_streams_into_the_page(admin, console_server, tmp_path):
     timings = page.inner_text("#pg-timings")
     assert "Served by\nsmollm2:" in timings and "completion" in timings and "First token" in timings
     assert "Precision plan\n" in timings and "mcp-q4_1" in timings
+    assert "Redacted" not in timings  # nothing was
+
+
+def test_the_playground_shows_what_a_policy_redacted(admin, tmp_path):
+    """conftest.py's policy redacts e-mail addresses from prompts: the page says how many, and of what."""
+    page = admin.page
+    admin.open("playground")
+    page.get_by_label("Message").fill("Write to jane.doe@example.com or to john@example.org, please. Say hello.")
+    page.get_by_label("Max tokens").fill("16")
+    page.get_by_role("button", name="Send").click()
+    page.wait_for_selector("#pg-timings dt:has-text('Tokens')")
+    assert page.inner_text("#pg-output") and page.inner_text("#pg-error") == ""
+    timings = page.inner_text("#pg-timings")
+    found = re.search(r"Redacted\n(\d+) \(prompt: 2 email", timings)
+    assert found and int(found[1]) >= 2, timings  # the answer's own redactions, if any, follow "; answer:"
     screenshot(page, "playground", tmp_path)
 
 
@@ -135,7 +151,8 @@ def test_a_swap_under_traffic_drops_nothing_and_shows_the_new_version(admin, con
         stop.set()
         traffic.join()
     assert statuses and set(statuses) == {200}
-    assert "smollm2:2\nyes" in page.inner_text("#models-table tbody").replace("\t", "\n")
+    table = page.inner_text("#models-table tbody").replace("\t", "\n")
+    assert "smollm2:2\nyes" in table and "(worker process RSS, weights " in table
     screenshot(page, "models", tmp_path)
     admin.open("overview")
     wait_until(page, "[...document.querySelectorAll('#ov-versions tbody tr')]"

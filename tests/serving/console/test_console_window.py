@@ -45,7 +45,7 @@ def _served_metrics(registry: CollectorRegistry) -> dict:
         "itl": Histogram("mcp_inter_token_latency_seconds", "", LABELS, buckets=TOKEN_GAP_BUCKETS, registry=registry),
         "good": Counter("mcp_slo_good_requests", "", LABELS, registry=registry),
         "scored": Counter("mcp_slo_requests", "", LABELS, registry=registry),
-        "refused": Counter("mcp_requests_refused", "", ("code",), registry=registry),
+        "refused": Counter("mcp_requests_refused", "", ("code", "transport"), registry=registry),
     }
 
 
@@ -69,7 +69,8 @@ def test_a_frame_counts_only_what_happened_inside_the_window():
     clock.now += 5
     for ttft_s in (0.02, 0.03, 0.04, 0.2):
         _finish(m, labels, ttft_s, tokens=11, good=ttft_s < 0.1)
-    m["refused"].labels("rate_limit_exceeded").inc(2)
+    m["refused"].labels("rate_limit_exceeded", "http").inc(2)
+    m["refused"].labels("over_capacity", "grpc").inc()
     frame = window.frame()
     (row,) = frame.classes
     assert (row.model, row.version, row.slo_class) == labels
@@ -77,7 +78,8 @@ def test_a_frame_counts_only_what_happened_inside_the_window():
     assert row.slo_attainment == pytest.approx(0.75)
     assert 0.025 <= row.ttft_p50_s <= 0.05 and 0.1 <= row.ttft_p95_s <= 0.25
     assert 0.03 <= row.tpot_p50_s <= 0.05
-    assert frame.refused == {"rate_limit_exceeded": 2} and frame.window_s == pytest.approx(5)
+    assert frame.refused == {"http": {"rate_limit_exceeded": 2}, "grpc": {"over_capacity": 1}}
+    assert frame.window_s == pytest.approx(5)
 
 
 def test_the_window_slides_past_old_traffic():

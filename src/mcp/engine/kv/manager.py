@@ -37,12 +37,16 @@ class KVCacheManager:
     """
 
     def __init__(self, num_blocks: int, block_size: int, enable_prefix_caching: bool = True,
-                 sink_tokens: int = 0, window_tokens: int | None = None) -> None:
+                 sink_tokens: int = 0, window_tokens: int | None = None, exact_window: bool = False) -> None:
         _validate(num_blocks, block_size, sink_tokens, window_tokens)
         self.allocator = BlockAllocator(num_blocks, block_size)
         self.enable_prefix_caching = enable_prefix_caching
         self.sink_tokens = sink_tokens
         self.window_tokens = window_tokens
+        # exact_window: the model's own layers attend through this window (Gemma 3's local
+        # layers), so a block's KV does not depend on the blocks trimmed before it and stays
+        # cacheable after a trim; otherwise the window is a policy cutting the context.
+        self.exact_window = exact_window
         self._seqs: dict[str, _SequenceBlocks] = {}
         self._num_prefix_queries_tokens = 0
         self._num_prefix_hit_tokens = 0
@@ -86,17 +90,23 @@ class KVCacheManager:
         """Prompt tokens ``start`` found cached and reused."""
         return self._num_prefix_hit_tokens
 
+    @property
+    def trims(self) -> bool:
+        """Whether the scheduler calls ``trim`` after each step (a window is set)."""
+        return self.window_tokens is not None
+
     def __contains__(self, seq_id: str) -> bool:
         return seq_id in self._seqs
 
     # -- a sequence's life ----------------------------------------------------------------
-    def start(self, seq_id: str, token_ids: Sequence[int]) -> int:
+    def start(self, seq_id: str, token_ids: Sequence[int], max_cached_tokens: int | None = None) -> int:
         """Register ``seq_id`` with prompt ``token_ids``; return how many tokens are computed.
 
         With prefix caching on, the table starts with the cached full blocks of the prompt's
-        prefix (one more reference each). The count is a multiple of block_size and always
-        below len(token_ids), so at least one token is left to compute (the model needs it to
-        produce logits): a fully cached prompt backs off one block. With caching off it is 0.
+        prefix (one more reference each), at most ``max_cached_tokens`` of them. The count is a
+        multiple of block_size and always below len(token_ids), so at least one token is left
+        to compute (the model needs it to produce logits): a fully cached prompt backs off one
+        block. With caching off it is 0.
         """
         if seq_id in self._seqs:
             raise ValueError(f"sequence {seq_id!r} is already started; free it before starting it again")
@@ -105,12 +115,18 @@ class KVCacheManager:
         seq = _SequenceBlocks()
         if self.enable_prefix_caching:
             seq.hashes = self._cached_prefix(token_ids)
+            if max_cached_tokens is not None:
+                del seq.hashes[max_cached_tokens // self.block_size:]
             seq.block_ids = [self.allocator.acquire(digest) for digest in seq.hashes]
             seq.num_tokens = len(seq.block_ids) * self.block_size
             self._num_prefix_queries_tokens += len(token_ids)
             self._num_prefix_hit_tokens += seq.num_tokens
         self._seqs[seq_id] = seq
         return seq.num_tokens
+
+    def cached_tokens(self, token_ids: Sequence[int]) -> int:
+        """How many tokens ``start`` would find cached for ``token_ids`` now; changes nothing."""
+        return len(self._cached_prefix(token_ids)) * self.block_size if self.enable_prefix_caching else 0
 
     def _cached_prefix(self, token_ids: Sequence[int]) -> list[bytes]:
         """Hashes of the leading full blocks found in the cache, leaving >= 1 token uncached."""
@@ -140,6 +156,10 @@ class KVCacheManager:
         bounded = self._num_sink_blocks() + -(-(self.window_tokens + max_step_tokens) // self.block_size) + 1
         return min(every, bounded)
 
+    def can_hold(self, num_tokens: int, max_step_tokens: int) -> bool:
+        """Whether a sequence of ``num_tokens`` tokens fits in the whole cache at its peak."""
+        return self.peak_blocks(num_tokens, max_step_tokens) <= self.num_blocks
+
     def can_allocate(self, seq_id: str, num_tokens: int) -> bool:
         """True when ``allocate(seq_id, num_tokens)`` would succeed now."""
         return self.blocks_needed(seq_id, num_tokens) <= self.allocator.num_free
@@ -164,19 +184,21 @@ class KVCacheManager:
         Every newly full block enters the prefix cache under its chained hash. When another
         block is already cached under that hash, the sequence keeps its own block, uncached.
         Once ``trim`` has dropped a block, later blocks are not cached: their KV was computed
-        over a cut context and would be wrong for a sequence that attends to everything.
+        over a cut context and would be wrong for a sequence that attends to everything (unless
+        the window is exact: the model's own).
         """
         seq = self._get(seq_id)
         if len(token_ids) > len(seq.block_ids) * self.block_size:
             raise ValueError(f"sequence {seq_id!r}: {len(token_ids)} tokens committed but its blocks hold "
                              f"{len(seq.block_ids) * self.block_size}; allocate before the step")
-        if not self.enable_prefix_caching or seq.dropped_until > 0:
+        if not self.enable_prefix_caching or (seq.dropped_until > 0 and not self.exact_window):
             return
         size, parent = self.block_size, seq.hashes[-1] if seq.hashes else None
         for i in range(len(seq.hashes), len(token_ids) // size):
             parent = block_hash(parent, token_ids[i * size:(i + 1) * size])
             seq.hashes.append(parent)
-            self.allocator.register(seq.block_ids[i], parent)
+            if seq.block_ids[i] != DROPPED_BLOCK:
+                self.allocator.register(seq.block_ids[i], parent)
 
     def free(self, seq_id: str) -> None:
         """Release every block of ``seq_id`` and forget it.

@@ -24,44 +24,21 @@ import torch
 import torch.nn.functional as F
 
 from mcp.engine.kv.cache import KVCache
+from mcp.engine.kv.hybrid import HybridKVStorage
 from mcp.engine.kv.paged import PagedKVStorage
-from mcp.engine.layers.attention import Attention, AttentionInputs, PagedAttentionInputs
+from mcp.engine.layers.attention import AttentionInputs, PagedAttentionInputs
 from mcp.engine.layers.linear import LinearGroup
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
-from mcp.engine.layers.rotary import RotaryEmbedding, apply_rotary, inverse_frequencies
+from mcp.engine.layers.qk_norm import QKNormAttention
+from mcp.engine.layers.rotary import RotaryEmbedding, inverse_frequencies
 from mcp.engine.layers.window import windowed
+from mcp.engine.models import sliding_window_layers
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.weights import ModelWeights
 from mcp.modelfile.spec import ArchitectureConfig
 
 
-def is_local(arch: ArchitectureConfig, index: int) -> bool:
-    """Whether layer ``index`` attends through the sliding window (Hugging Face's layer_types)."""
-    return bool(arch.sliding_window_pattern and (index + 1) % arch.sliding_window_pattern)
-
-
-class QKNormAttention(Attention):
-    """Grouped-query attention whose queries and keys are RMS-normalised per head before RoPE."""
-
-    def __init__(self, arch: ArchitectureConfig, weights: ModelWeights, prefix: str) -> None:
-        super().__init__(
-            LinearGroup([weights.linear(f"{prefix}.{p}_proj") for p in ("q", "k", "v")]),
-            weights.linear(f"{prefix}.o_proj"),
-            num_heads=arch.num_attention_heads, num_kv_heads=arch.num_kv_heads, head_dim=arch.head_dim,
-        )
-        self.q_norm = RMSNorm(weights.tensor(f"{prefix}.q_norm.weight"), arch.rms_norm_eps)
-        self.k_norm = RMSNorm(weights.tensor(f"{prefix}.k_norm.weight"), arch.rms_norm_eps)
-        self.scale = (arch.query_pre_attn_scalar or arch.head_dim) ** -0.5
-
-    def _project(self, x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        batch, length, _ = x.shape
-        heads, kv_heads, dim = self.num_heads, self.num_kv_heads, self.head_dim
-        qkv = self.qkv_proj(x)  # [B, T, (H + 2 KVH) D]
-        q = self.q_norm(qkv[..., : heads * dim].view(batch, length, heads, dim))
-        k = self.k_norm(qkv[..., heads * dim: (heads + kv_heads) * dim].view(batch, length, kv_heads, dim))
-        qk = apply_rotary(torch.cat((q, k), dim=2), angles)  # [B, T, H + KVH, D]
-        return qk, qkv[..., (heads + kv_heads) * dim:].view(batch, length, kv_heads, dim)
 
 
 class GeGLU(SwiGLU):
@@ -104,7 +81,8 @@ class Gemma3ForCausalLM(torch.nn.Module):
         self.embed_tokens = weights.embedding("model.embed_tokens.weight")
         self.embed_scale = torch.tensor(arch.hidden_size**0.5, dtype=torch.float32)
         self.layers = torch.nn.ModuleList(
-            Gemma3DecoderLayer(arch, weights, f"model.layers.{i}", is_local(arch, i)) for i in range(arch.num_layers)
+            Gemma3DecoderLayer(arch, weights, f"model.layers.{i}", local)
+            for i, local in enumerate(sliding_window_layers(arch))
         )
         self.norm = RMSNorm(weights.tensor("model.norm.weight"), arch.rms_norm_eps)
         self.lm_head = weights.linear("model.embed_tokens" if arch.tie_word_embeddings else "lm_head")
@@ -113,20 +91,22 @@ class Gemma3ForCausalLM(torch.nn.Module):
         local = dataclasses.replace(arch, rope_theta=arch.rope_local_theta or arch.rope_theta, rope_scaling=None)
         self.local_rotary = RotaryEmbedding(inverse_frequencies(local), max_positions, dtype).to(device)
 
-    new_cache = LlamaForCausalLM.new_cache  # the same cache: every layer keeps every position
+    new_cache = LlamaForCausalLM.new_cache  # a contiguous cache: every layer keeps every position
 
     def forward(
         self,
         input_ids: torch.Tensor,
-        cache: KVCache | PagedKVStorage,
+        cache: KVCache | PagedKVStorage | HybridKVStorage,
         inputs: AttentionInputs | PagedAttentionInputs,
+        local_inputs: PagedAttentionInputs | None = None,
     ) -> torch.Tensor:
         """New tokens [B, T] -> final hidden states [B, T, hidden]; as ``LlamaForCausalLM.forward``,
-        the local layers seeing ``inputs`` narrowed to the window (built once per forward)."""
+        the local layers seeing ``local_inputs`` (their own pool's layout, over a HybridKVStorage)
+        or else ``inputs``, narrowed to the window (built once per forward)."""
         x = (self.embed_tokens(input_ids).to(torch.float32) * self.embed_scale).to(self.dtype)
         global_angles = self.rotary.angles(inputs.positions)  # [B, T, 1, D] each
         local_angles = self.local_rotary.angles(inputs.positions)
-        local_inputs = windowed(inputs, self.arch.sliding_window) if self.arch.sliding_window else inputs
+        local_inputs = windowed(inputs if local_inputs is None else local_inputs, self.arch.sliding_window)
         for layer, layer_cache in zip(self.layers, cache.layers):
             if layer.local:
                 x = layer(x, local_angles, layer_cache, local_inputs)

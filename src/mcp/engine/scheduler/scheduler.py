@@ -86,7 +86,7 @@ class Scheduler:
         if not request.prompt_ids or request.max_tokens <= 0:
             raise InvalidRequestError("a request needs at least one prompt token and max_tokens >= 1")
         num_tokens = len(request.prompt_ids) + request.max_tokens
-        if self.kv.peak_blocks(num_tokens, self.config.max_num_batched_tokens) > self.kv.num_blocks:
+        if not self.kv.can_hold(num_tokens, self.config.max_num_batched_tokens):
             raise CapacityError(f"request {request.request_id!r} needs more KV blocks than the cache holds; "
                                 "shorten the prompt or lower max_tokens")
         self._admit_or_refuse(request, now)
@@ -209,7 +209,7 @@ class Scheduler:
                 continue  # finished or cancelled while the step ran
             request.num_computed_tokens = chunk.start + chunk.num_tokens
             self.kv.commit(request.request_id, request.token_ids[: request.num_computed_tokens])
-            if self.kv.window_tokens is not None:  # free what fell between the sinks and the window
+            if self.kv.trims:  # free what fell between the sinks and the window
                 self.kv.trim(request.request_id, request.num_computed_tokens)
             self.policy.fair_share.charge(request.tenant, chunk.num_tokens)
             if not chunk.samples:

@@ -3,8 +3,8 @@ per the route's ``fallbacks`` when the pool fails, and pass the answer (or the s
 
 The answer carries where it went: ``x-mcp-route``, ``x-mcp-arm``, ``x-mcp-pool``,
 ``x-mcp-member``, ``x-mcp-model``, ``x-mcp-attempts`` and, when one was taken,
-``x-mcp-fallback`` (the reason); the server's ``x-mcp-ignored-fields`` is passed on. Each
-finished request of a split arm is recorded for the canary analysis: its latency, and whether
+``x-mcp-fallback`` (the reason); the server's ``x-mcp-ignored-fields`` and ``x-mcp-redactions``
+are passed on. Each finished request of a split arm is recorded for the canary analysis: its latency, and whether
 it failed (a 5xx, a pool failure, a fallback taken or a broken stream) or ran out of memory.
 """
 
@@ -26,7 +26,8 @@ from mcp.gateway.pools.pool import InstancePool, UpstreamReply, UpstreamRequest
 from mcp.gateway.routing.context import Backend, RouteDecision
 
 FORWARDED_HEADERS = ("accept", "x-sla-class")
-IGNORED_HEADER = "x-mcp-ignored-fields"  # serving/http/fields.py names it; relayed as the server sent it
+# the server's word on the answer (serving/http/fields.py, serving/redactions.py), relayed as it sent it
+RELAYED_HEADERS = ("x-mcp-ignored-fields", "x-mcp-redactions")
 
 
 @dataclass
@@ -54,8 +55,7 @@ class _Trace:
                    "x-mcp-model": self.model_id, "x-mcp-attempts": str(reply.attempts)}
         if self.fallback:
             headers["x-mcp-fallback"] = self.fallback
-        if IGNORED_HEADER in reply.headers:  # the server's word on fields it took with no effect
-            headers[IGNORED_HEADER] = reply.headers[IGNORED_HEADER]
+        headers.update({name: reply.headers[name] for name in RELAYED_HEADERS if name in reply.headers})
         return headers
 
 

@@ -132,7 +132,14 @@ def mask(kind: str, value: str) -> str:
 def redact(text: str, findings: list[Finding], kinds: frozenset[str], offset: int = 0) -> str:
     """``text`` with the spans of the findings of ``kinds`` replaced by ``[REDACTED:kind]``;
     spans are shifted back by ``offset`` (the position of ``text`` in what was scanned)."""
-    parts, position = [], 0
+    return redaction(text, findings, kinds, offset)[0]
+
+
+def redaction(text: str, findings: list[Finding], kinds: frozenset[str],
+              offset: int = 0) -> tuple[str, tuple[Finding, ...]]:
+    """``redact``'s text, and the findings whose spans it replaced (what the API reports: a
+    finding outside ``text`` or overlapping one replaced before it is not counted)."""
+    parts, replaced, position = [], [], 0
     for finding in findings:
         if finding.kind not in kinds:
             continue
@@ -140,5 +147,6 @@ def redact(text: str, findings: list[Finding], kinds: frozenset[str], offset: in
         if start < position or start < 0 or end > len(text):
             continue
         parts += [text[position:start], f"[REDACTED:{finding.kind}]"]
+        replaced.append(finding)
         position = end
-    return "".join(parts) + text[position:]
+    return "".join(parts) + text[position:], tuple(replaced)

@@ -57,7 +57,7 @@ class Frame:
     window_s: float  # the span the differences cover (shorter right after the first frame)
     classes: tuple[ClassRow, ...]
     versions: tuple[VersionRow, ...]
-    refused: dict[str, int]  # 429s in the window, by error code
+    refused: dict[str, dict[str, int]]  # refusals in the window: transport (http, grpc) -> error code -> count
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,9 +96,17 @@ def build_frame(old: Snapshot, new: Snapshot, span_s: float) -> Frame:
                                 int(new.get(("mcp_num_requests_waiting", labels), 0)),
                                 new.get(("mcp_kv_cache_usage_perc", labels), 0.0))
                      for (name, labels), value in sorted(new.items()) if name == "mcp_num_requests_running")
-    refused = {dict(labels)["code"]: int(delta.of(name, labels)) for name, labels in new
-               if name == "mcp_requests_refused_total"}
-    return Frame(time.time(), span_s, classes, versions, refused)
+    return Frame(time.time(), span_s, classes, versions, _refused(delta))
+
+
+def _refused(delta: _Delta) -> dict[str, dict[str, int]]:
+    """The window's refusals (HTTP 429, gRPC RESOURCE_EXHAUSTED) by transport and error code."""
+    refused: dict[str, dict[str, int]] = {}
+    for name, labels in delta.new:
+        if name == "mcp_requests_refused_total":
+            found = dict(labels)
+            refused.setdefault(found["transport"], {})[found["code"]] = int(delta.of(name, labels))
+    return refused
 
 
 def _key(labels: Labels) -> tuple[str, str, str]:

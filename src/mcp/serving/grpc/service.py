@@ -9,7 +9,8 @@ too) stops the generation and releases the version.
 With ``serving.governance`` the call goes through the same plane as HTTP (``serving/reply.py``):
 the input policy before the model is held (a deny is PERMISSION_DENIED with the rule's reason),
 the output policy on the answer or on each streamed step, and the audit record committed
-before the answer (or the stream's last message) is sent.
+before the answer (or the stream's last message) is sent; what the policies redacted goes in
+the call's trailing metadata, ``x-mcp-redactions`` (serving/redactions.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mcp.serving.grpc.context import Metadata, RequestContext, current
 from mcp.serving.grpc.status import errors_as_status
 from mcp.serving.host import ModelVersion
 from mcp.serving.measured import swap_measured
+from mcp.serving.redactions import redactions_header
 from mcp.serving.reply import Reply
 
 if TYPE_CHECKING:
@@ -45,23 +47,25 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
         self._state = state
 
     async def Infer(self, request: pb.InferRequest, context: grpc.aio.ServicerContext) -> pb.InferResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             reply = await self._start(request, current(), context.invocation_metadata(), "Infer")
             try:
                 results, steps = await reply.whole()
             finally:
                 reply.finish()
+            context.set_trailing_metadata(tuple(redactions_header(reply.redactions()).items()))
             return convert.infer_response(reply, results[0], steps[0])
 
     async def InferStream(self, request: pb.InferRequest,
                           context: grpc.aio.ServicerContext) -> AsyncIterator[pb.InferStreamResponse]:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             reply = await self._start(request, current(), context.invocation_metadata(), "InferStream")
             tool_stream = reply.generation.tools.stream() if reply.generation.tools.active else None
             try:
                 async for event in reply.events():
                     if event.result is not None:
                         await reply.settle()  # the record is committed before the last message
+                        context.set_trailing_metadata(tuple(redactions_header(reply.redactions()).items()))
                     yield convert.stream_response(reply, event, tool_stream)
             except MCPError as exc:
                 await reply.settle_failed(exc)
@@ -71,7 +75,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def Embed(self, request: pb.EmbedRequest, context: grpc.aio.ServicerContext) -> pb.EmbedResponse:
         """The HTTP API's /v1/embeddings: the same typed request and lifecycle (serving/embedding.py)."""
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             caller = current()
             served = embedding_request_of(request, caller, context.invocation_metadata(), self._state.config,
                                           f"grpc /{SERVICE_NAME}/Embed")
@@ -86,7 +90,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def LoadModel(self, request: pb.LoadModelRequest,
                         context: grpc.aio.ServicerContext) -> pb.LoadModelResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             current().caller.require_admin()
             spec = convert.served_model(request)
             loaded = await anyio.to_thread.run_sync(self._state.host.load_from_admin, spec, not request.standby)
@@ -94,7 +98,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def SwapModel(self, request: pb.SwapModelRequest,
                         context: grpc.aio.ServicerContext) -> pb.SwapModelResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             current().caller.require_admin()
             convert.checked_name(request.version, "version")
             swapped = swap_measured(self._state, request.name, request.version)
@@ -102,7 +106,7 @@ class InferenceServicer(pb_grpc.InferenceServiceServicer):
 
     async def UnloadModel(self, request: pb.UnloadModelRequest,
                           context: grpc.aio.ServicerContext) -> pb.UnloadModelResponse:
-        async with errors_as_status(context):
+        async with errors_as_status(context, self._state.metrics):
             current().caller.require_admin()
             retired = self._state.host.unload(request.name, request.version or None)
             return pb.UnloadModelResponse(retired=[self._info(v) for v in retired])

@@ -11,11 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import grpc
 
 from mcp.base.errors import MCPError
 from mcp.serving.errors import describe
+
+if TYPE_CHECKING:
+    from mcp.serving.metrics import ServingMetrics
 
 logger = logging.getLogger("mcp.serving.grpc")
 
@@ -40,14 +44,19 @@ async def abort(context: grpc.aio.ServicerContext, exc: BaseException) -> None:
 
 
 @asynccontextmanager
-async def errors_as_status(context: grpc.aio.ServicerContext) -> AsyncIterator[None]:
+async def errors_as_status(context: grpc.aio.ServicerContext,
+                           metrics: ServingMetrics | None = None) -> AsyncIterator[None]:
     """Wrap a handler's body: an error raised inside ends the call with its status.
 
-    A cancelled call (``CancelledError``) and an abort already made pass through as they are.
+    A cancelled call (``CancelledError``) and an abort already made pass through as they are. A
+    refusal (RESOURCE_EXHAUSTED: a rate limit, admission control) is counted on ``metrics`` as
+    HTTP's 429s are, in ``mcp_requests_refused{code, transport="grpc"}``.
     """
     try:
         yield
     except grpc.aio.AbortError:
         raise
     except Exception as exc:  # noqa: BLE001 - every error becomes a status; bugs are logged in abort()
+        if metrics is not None:
+            metrics.count_refusal("grpc", describe(exc))
         await abort(context, exc)

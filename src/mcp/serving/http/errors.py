@@ -42,18 +42,16 @@ def error_response(wire: WireError, headers: dict[str, str] | None = None, close
 
 async def mcp_error(request: Request, exc: MCPError) -> JSONResponse:
     wire = describe(exc)
-    if wire.status == 429:
-        count_refusal(request, wire)
+    count_refusal(request, wire)
     return error_response(wire)
 
 
 def count_refusal(request: Request, wire: WireError) -> None:
-    """``mcp_requests_refused{code}``: the console's 429 count (an app without a server's metrics,
-    the gateway's, has nothing to count on)."""
+    """A 429 counted in ``mcp_requests_refused{code, transport="http"}``, the console's count (an
+    app without a server's metrics, the gateway's, has nothing to count on)."""
     metrics = getattr(getattr(request.app.state, "server", None), "metrics", None)
-    refused = getattr(metrics, "refused", None)
-    if refused is not None:
-        refused.labels(wire.code or "refused").inc()
+    if metrics is not None:
+        metrics.count_refusal("http", wire)
 
 
 async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -28,10 +28,11 @@ from mcp.serving.http import messages_convert as convert
 from mcp.serving.http import messages_render as render
 from mcp.serving.http import messages_schemas as m
 from mcp.serving.http.auth import caller_of, state_of
-from mcp.serving.http.errors import field_error
+from mcp.serving.http.errors import count_refusal, field_error
 from mcp.serving.http.fields import IGNORED_HEADER
-from mcp.serving.http.schemas import ErrorResponse
-from mcp.serving.http.openai_api import SLA_CLASS, cancel_on_disconnect, FinishingStream
+from mcp.serving.http.openai_api import SLA_CLASS, FinishingStream, cancel_on_disconnect, stream_headers
+from mcp.serving.http.schemas import ErrorResponse, RedactionReport
+from mcp.serving.redactions import redactions_header
 from mcp.serving.reply import Reply
 from mcp.serving.request import ServingRequest
 from mcp.serving.state import ServerState
@@ -58,6 +59,7 @@ class MessagesRoute(APIRoute):
             except Exception as exc:  # noqa: BLE001 - a bug: logged, answered as a 500
                 logger.exception("unexpected error on %s %s", request.method, request.url.path)
                 wire = describe(exc)
+            count_refusal(request, wire)
             headers = {"Retry-After": str(wire.retry_after_s)} if wire.retry_after_s is not None else None
             return JSONResponse(render.error_body(wire), status_code=wire.status, headers=headers)
 
@@ -86,12 +88,14 @@ async def create_message(body: m.MessagesRequest, request: Request, response: Re
     ignored = {IGNORED_HEADER: ", ".join(served.ignored_fields)} if served.ignored_fields else {}
     if body.stream:
         return FinishingStream(answer.stream(), reply.finish, media_type="text/event-stream",
-                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored})
+                                headers=stream_headers(reply, ignored))
     response.headers.update(ignored)
     try:
-        return await answer.whole(request)
+        whole = await answer.whole(request)
     finally:
         reply.finish()
+    response.headers.update(redactions_header(reply.redactions()))
+    return whole
 
 
 @router.post("/v1/messages/count_tokens", response_model=m.CountTokensResponse, responses=ERRORS)
@@ -130,7 +134,8 @@ class _MessagesAnswer:
         finally:
             watcher.cancel()
         answer = self.reply.generation.tools.parse(results[0].text)
-        return render.message(self.id, self.reply.version.key, results[0], answer, self.stops, self.decode)
+        return render.message(self.id, self.reply.version.key, results[0], answer, self.stops, self.decode,
+                              RedactionReport.of(self.reply.redactions()))
 
     async def stream(self) -> AsyncIterator[bytes]:
         reply = self.reply
@@ -172,5 +177,5 @@ class _MessagesAnswer:
                 yield chunk
         reason, sequence = render.stop_reason(result, answer, self.stops, self.decode)
         await reply.settle()
-        for chunk in render.message_end(reason, sequence, result):
+        for chunk in render.message_end(reason, sequence, result, RedactionReport.of(reply.redactions())):
             yield chunk

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from mcp.base.result import InferResult
 from mcp.serving.errors import WireError
 from mcp.serving.http import messages_schemas as m
+from mcp.serving.http.schemas import RedactionReport
 from mcp.serving.tools.parse import ParsedAnswer
 from mcp.serving.tools.spec import ToolCall
 
@@ -61,12 +62,12 @@ def content_blocks(answer: ParsedAnswer) -> list[m.ResponseText | m.ResponseTool
 
 
 def message(request_id: str, model: str, result: InferResult, answer: ParsedAnswer, stops: Sequence[str],
-            decode: Decode) -> m.MessageResponse:
+            decode: Decode, redactions: RedactionReport | None = None) -> m.MessageResponse:
     reason, sequence = stop_reason(result, answer, stops, decode)
     return m.MessageResponse(id=request_id, model=model, content=content_blocks(answer), stop_reason=reason,
                              stop_sequence=sequence, usage=m.MessagesUsage(
                                  input_tokens=result.usage.prompt_tokens, output_tokens=result.usage.completion_tokens,
-                                 cache_read_input_tokens=result.usage.cached_tokens))
+                                 cache_read_input_tokens=result.usage.cached_tokens), mcp_redactions=redactions)
 
 
 def error_body(wire: WireError) -> dict:
@@ -105,9 +106,12 @@ def tool_use_events(index: int, call: ToolCall) -> list[bytes]:
             event("content_block_stop", index=index)]
 
 
-def message_end(reason: str, sequence: str | None, result: InferResult) -> list[bytes]:
+def message_end(reason: str, sequence: str | None, result: InferResult,
+                redactions: RedactionReport | None = None) -> list[bytes]:
+    """``message_delta`` (with ``mcp_redactions`` when governance redacted something), ``message_stop``."""
     usage = {"input_tokens": result.usage.prompt_tokens, "output_tokens": result.usage.completion_tokens}
-    return [event("message_delta", delta={"stop_reason": reason, "stop_sequence": sequence}, usage=usage),
+    extra = {"mcp_redactions": redactions.model_dump()} if redactions is not None else {}
+    return [event("message_delta", delta={"stop_reason": reason, "stop_sequence": sequence}, usage=usage, **extra),
             event("message_stop")]
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp.serving.http.schemas import Count, FunctionName, JsonObject, NonEmptyText, Text, TopK, _Request
+from mcp.serving.http.schemas import Count, FunctionName, JsonObject, NonEmptyText, Redacted, Text, TopK, _Request
 
 # Accepted with no effect (hosted features: tiers, speed, regions, workspaces, containers, MCP
 # servers, context editing, prompt caching, extended thinking), named in the x-mcp-ignored-fields
@@ -190,6 +190,7 @@ class MessageResponse(BaseModel):
     stop_reason: StopReason | None
     stop_sequence: str | None = None
     usage: MessagesUsage
+    mcp_redactions: Redacted = None  # streamed: on the message_delta event
 
 
 class CountTokensResponse(BaseModel):

@@ -9,8 +9,10 @@ SLO class comes from the ``x-sla-class`` header, the tenant from the key (or, on
 server, the ``x-tenant-id`` header). A client that goes away cancels its sequences; the
 version is released when the last byte is sent. With governance, each choice's text passes
 the output policy (streamed text on a sliding window) and the audit record is committed
-before the response completes. That lifecycle (admission, guard, record, finish once, release,
-count tokens) is ``serving/reply.py``'s, shared with gRPC; this module renders it.
+before the response completes; what the policies redacted is reported on the answer
+(``x-mcp-redactions``, ``mcp_redactions``: serving/redactions.py). That lifecycle (admission,
+guard, record, finish once, release, count tokens) is ``serving/reply.py``'s, shared with gRPC;
+this module renders it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from mcp.serving.http import convert, render
 from mcp.serving.http import schemas as s
 from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.http.fields import IGNORED_HEADER
+from mcp.serving.redactions import redactions_header
 from mcp.serving.reply import Reply
 from mcp.serving.request import ServingRequest
 from mcp.serving.state import ServerState
@@ -102,12 +105,22 @@ async def _serve(request: Request, response: Response, state: ServerState, calle
     if body.stream:
         usage = bool(body.stream_options and body.stream_options.include_usage)
         return FinishingStream(answer.stream(usage), reply.finish, media_type="text/event-stream",
-                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored})
+                                headers=stream_headers(reply, ignored))
     response.headers.update(ignored)
     try:
-        return await answer.whole(request)
+        whole = await answer.whole(request)
     finally:
         reply.finish()
+    response.headers.update(redactions_header(reply.redactions()))
+    return whole
+
+
+def stream_headers(reply: Reply, ignored: dict[str, str]) -> dict[str, str]:
+    """A stream's headers: no caching or proxy buffering, the ignored fields, and what the
+    input policy redacted (the answer's redactions come in the stream's last event)."""
+    redacted = reply.redactions()
+    return {"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored,
+            **redactions_header(redacted.prompt_only() if redacted is not None else None)}
 
 
 class FinishingStream(StreamingResponse):
@@ -147,10 +160,12 @@ class _Answer:
         finally:
             watcher.cancel()
         if self.chat:
-            return render.chat_response(self.id, self.created, reply.version.key, results, steps, reply.decode,
-                                        reply.generation.tools, self.legacy)
-        return render.completion_response(self.id, self.created, reply.version.key, results, steps, reply.decode,
-                                          self.num_prompts)
+            whole = render.chat_response(self.id, self.created, reply.version.key, results, steps, reply.decode,
+                                         reply.generation.tools, self.legacy)
+        else:
+            whole = render.completion_response(self.id, self.created, reply.version.key, results, steps,
+                                               reply.decode, self.num_prompts)
+        return whole.model_copy(update={"mcp_redactions": s.RedactionReport.of(reply.redactions())})
 
     async def stream(self, include_usage: bool) -> AsyncIterator[bytes]:
         reply = self.reply
@@ -159,14 +174,15 @@ class _Answer:
                 yield render.sse(self._chat_chunk([s.ChatChunkChoice(index=i, delta=s.ChatDelta(role="assistant"))
                                                    for i in range(reply.num_choices)]))
             async for event in reply.events():
-                if self.tool_streams:
-                    for chunk in self._tool_chunks(event, self.tool_streams[event.index]):
-                        yield render.sse(chunk)
-                elif event.text or event.result is not None or (reply.decode and event.step is not None):
-                    yield render.sse(self._chunk(event))
+                chunks = self._chunks(event)
+                if not include_usage and len(reply.results) == reply.num_choices:  # the answer's last chunk
+                    chunks[-1] = self._with_redactions(chunks[-1])
+                for chunk in chunks:
+                    yield render.sse(chunk)
             if include_usage:
                 usage = render.usage([reply.results[i] for i in sorted(reply.results)], self.num_prompts)
-                yield render.sse(self._chat_chunk([], usage) if self.chat else self._text_chunk([], usage))
+                last = self._chat_chunk([], usage) if self.chat else self._text_chunk([], usage)
+                yield render.sse(self._with_redactions(last))
             await reply.settle()  # committed before the stream completes
         except MCPError as exc:  # after the 200 went out: the error travels as an event
             await reply.settle_failed(exc)
@@ -174,6 +190,19 @@ class _Answer:
         finally:
             reply.finish()  # the client left: recorded as cancelled (a no-op once recorded)
         yield render.SSE_DONE
+
+    def _chunks(self, event: ChoiceEvent) -> list[s.ChatCompletionChunk | s.CompletionResponse]:
+        """What one event sends: nothing, or chunks; a choice's end always sends one."""
+        if self.tool_streams:
+            return list(self._tool_chunks(event, self.tool_streams[event.index]))
+        if event.text or event.result is not None or (self.reply.decode and event.step is not None):
+            return [self._chunk(event)]
+        return []
+
+    def _with_redactions(self, chunk: s.ChatCompletionChunk | s.CompletionResponse,
+                         ) -> s.ChatCompletionChunk | s.CompletionResponse:
+        """The stream's last chunk carries what governance redacted in the whole request."""
+        return chunk.model_copy(update={"mcp_redactions": s.RedactionReport.of(self.reply.redactions())})
 
     def _chunk(self, event: ChoiceEvent) -> s.ChatCompletionChunk | s.CompletionResponse:
         reason = event.result.finish_reason if event.result is not None else None

@@ -21,8 +21,10 @@ from mcp.serving.http import responses_schema as r
 from mcp.serving.http import responses_wire as w
 from mcp.serving.http.auth import caller_of, state_of
 from mcp.serving.http.fields import IGNORED_HEADER
-from mcp.serving.http.openai_api import ERRORS, SLA_CLASS, cancel_on_disconnect, FinishingStream
+from mcp.serving.http.schemas import RedactionReport
+from mcp.serving.http.openai_api import ERRORS, SLA_CLASS, FinishingStream, cancel_on_disconnect, stream_headers
 from mcp.serving.http.responses_stream import ResponseStream
+from mcp.serving.redactions import redactions_header
 from mcp.serving.reply import Reply
 from mcp.serving.state import ServerState
 from mcp.serving.tenants import Caller
@@ -52,12 +54,14 @@ async def create_response(body: r.ResponseCreateRequest, request: Request, respo
     ignored = {IGNORED_HEADER: ", ".join(served.ignored_fields)} if served.ignored_fields else {}
     if body.stream:
         return FinishingStream(ResponseStream(reply, echo).events(), reply.finish, media_type="text/event-stream",
-                                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no", **ignored})
+                                headers=stream_headers(reply, ignored))
     response.headers.update(ignored)
     try:
-        return await _whole(request, reply, echo)
+        whole = await _whole(request, reply, echo)
     finally:
         reply.finish()
+    response.headers.update(redactions_header(reply.redactions()))
+    return whole
 
 
 async def _whole(request: Request, reply: Reply, echo: render.Echo) -> w.ResponseObject:
@@ -68,4 +72,5 @@ async def _whole(request: Request, reply: Reply, echo: render.Echo) -> w.Respons
         watcher.cancel()
     result, tools = results[0], reply.generation.tools
     answer = tools.parse(result.text) if tools.active else ParsedAnswer(result.text)
-    return render.whole(echo, result, answer)
+    return render.whole(echo, result, answer).model_copy(
+        update={"mcp_redactions": RedactionReport.of(reply.redactions())})

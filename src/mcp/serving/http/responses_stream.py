@@ -16,6 +16,7 @@ from mcp.base.result import InferResult
 from mcp.serving.errors import describe
 from mcp.serving.http import responses_render as render
 from mcp.serving.http import responses_wire as w
+from mcp.serving.http.schemas import RedactionReport
 from mcp.serving.reply import Reply
 from mcp.serving.tools.spec import ToolCall
 
@@ -118,5 +119,6 @@ class ResponseStream:
         called = any(isinstance(item, w.OutputFunctionCall) for item in self.output)
         status, incomplete = ("completed", None) if called else render.status_of(result, None)
         kind = "response.completed" if status == "completed" else "response.incomplete"
-        return self._event(w.LifecycleEvent, type=kind, response=self.echo.response(
-            status, self.output, result=result, incomplete=incomplete))
+        response = self.echo.response(status, self.output, result=result, incomplete=incomplete)
+        report = RedactionReport.of(self.reply.redactions())  # what governance redacted in the whole request
+        return self._event(w.LifecycleEvent, type=kind, response=response.model_copy(update={"mcp_redactions": report}))

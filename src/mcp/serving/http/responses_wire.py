@@ -19,6 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from mcp.serving.http.schemas import Redacted
+
 Status = Literal["in_progress", "completed", "incomplete"]
 
 
@@ -109,6 +111,7 @@ class ResponseObject(_Wire):
     truncation: Literal["disabled"] = "disabled"
     usage: ResponseUsage | None = None
     user: str | None = None
+    mcp_redactions: Redacted = None  # streamed: in the last event's response
 
 
 # -- streamed events ---------------------------------------------------------------------------

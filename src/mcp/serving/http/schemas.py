@@ -9,14 +9,18 @@ engine's ``SamplingParams`` bounds them, so nothing reaches a model's worker tha
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, create_model, model_validator
 
 from mcp.base.arguments import check_model_name, check_model_source, check_unicode
 from mcp.engine.params import MAX_COUNT, SEED_RANGE
 from mcp.serving.http import fields as published
+from mcp.serving.redactions import redactions_body
 from mcp.serving.request import RESERVED_TEMPLATE_KWARGS
+
+if TYPE_CHECKING:
+    from mcp.governance.redactions import Redactions
 
 # Request text: a lone surrogate (JSON's "\\ud800") is a 400 naming the field, not a tokenizer crash.
 Text = Annotated[str, AfterValidator(lambda value: check_unicode(value, "the text"))]
@@ -237,6 +241,27 @@ class Usage(_Response):
     total_tokens: int
 
 
+class RedactionReport(_Response):
+    """What governance policies redacted in the request (serving/redactions.py): spans replaced,
+    by finding kind, in the prompt and in the answer."""
+
+    count: int
+    input: dict[str, int]
+    output: dict[str, int]
+
+    @classmethod
+    def of(cls, redactions: Redactions | None) -> RedactionReport | None:
+        """The report of ``redactions``; None (the field left out) when nothing was redacted."""
+        body = redactions_body(redactions)
+        return None if body is None else cls(**body)
+
+
+# An extension field OpenAI's and Anthropic's clients keep as an extra: left out when nothing was redacted.
+Redacted = Annotated[RedactionReport | None, Field(
+    exclude_if=lambda value: value is None,
+    description="what governance policies redacted (present only when something was; docs/api.md)")]
+
+
 class TopLogprob(_Response):
     token: str
     logprob: float
@@ -272,6 +297,7 @@ class ChatCompletionResponse(_Response):
     model: str
     choices: list[ChatChoice]
     usage: Usage
+    mcp_redactions: Redacted = None
 
 
 class FunctionCallDelta(_Response):
@@ -309,6 +335,7 @@ class ChatCompletionChunk(_Response):
     model: str
     choices: list[ChatChunkChoice]
     usage: Usage | None = None
+    mcp_redactions: Redacted = None  # on the stream's last chunk
 
 
 class CompletionLogprobs(_Response):
@@ -334,6 +361,7 @@ class CompletionResponse(_Response):
     model: str
     choices: list[CompletionChoice]
     usage: Usage | None = None
+    mcp_redactions: Redacted = None  # streamed: on the last chunk
 
 
 class ModelCard(_Response):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcp.base.errors import ConfigError, ModelNotFoundError
@@ -135,7 +136,8 @@ def worker_loop(model: Model) -> WorkerLoop | None:
 
 
 def worker_report(model: Model) -> dict[str, Any] | None:
-    """The worker's ready frame: pid, device, model_sha256, measurements, sandbox; None in-process."""
+    """The worker's ready frame: pid, device, weight_bytes, model_sha256, measurements, sandbox;
+    None in-process."""
     loop = worker_loop(model)
     process = loop.supervisor.process if loop is not None else None
     return None if process is None else {k: v for k, v in process.ready.items() if k != "header"}
@@ -144,3 +146,21 @@ def worker_report(model: Model) -> dict[str, Any] | None:
 def _engine_settings(config: RuntimeConfig, precision: str | None) -> EngineSettings:
     return EngineSettings.of(config, precision=precision or config.precision, num_threads=config.num_threads,
                              verify=config.verify_models)
+
+
+def worker_rss_bytes(model: Model) -> int | None:
+    """The resident memory (VmRSS) of the worker process serving ``model``: its weights, KV
+    cache, interpreter and torch, as the kernel counts them; None in-process or while the worker
+    restarts."""
+    loop = worker_loop(model)
+    process = loop.supervisor.process if loop is not None else None
+    if process is None:
+        return None
+    try:
+        status = Path(f"/proc/{process.pid}/status").read_text()
+    except OSError:  # it exited between the two reads
+        return None
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024  # in kB
+    return None

@@ -145,6 +145,7 @@ class Worker:
         channel.send({"op": "ready", "pid": os.getpid(), "precision": engine.precision, **header,
                       "plan": {name: plan.decode for name, plan in engine.plan.by_tensor.items()},
                       "max_context": engine.max_context, "device": str(engine.device),
+                      "weight_bytes": engine.weight_memory().weight_bytes,
                       "model_sha256": measured, "measurements": list(spec.measurements), "sandbox": sandbox})
         logger.info("worker %s ready (pid %d, model sha256 %s) in %.0f ms: measured and loaded in %.0f, header "
                     "%s in %.0f", spec.name, os.getpid(), measured[:12], (time.perf_counter() - started) * 1000,

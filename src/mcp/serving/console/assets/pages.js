@@ -6,6 +6,11 @@ const fmtShare = (x) => (x === null || x === undefined ? "–" : `${(x * 100).to
 const fmtBytes = (n) => (n === null || n === undefined ? "–" : `${(n / 1048576).toFixed(1)} MiB`);
 const fmtTime = (us) => new Date(us / 1000).toISOString().replace("T", " ").slice(0, 19);
 const value = (id) => document.getElementById(id).value.trim();
+// mcp_redactions ({count, input: {kind: n}, output: {kind: n}}) as "3 (prompt: 1 email; answer: 2 phone)"
+const redactionText = (r) => `${r.count} (` + [["prompt", r.input], ["answer", r.output]]
+  .filter(([, counts]) => Object.keys(counts).length)
+  .map(([where, counts]) => `${where}: ` + Object.entries(counts).map(([kind, n]) => `${n} ${kind}`).join(", "))
+  .join("; ") + ")";
 
 const Overview = {
   abort: null,
@@ -46,7 +51,8 @@ const Overview = {
     fillTable(document.getElementById("ov-versions"), frame.versions.map((v) => [
       `${v.model}:${v.version}`, frame.current[v.model] === v.version ? "yes" : "no", v.num_running,
       v.num_waiting, fmtShare(v.kv_cache_usage)]));
-    const refused = Object.entries(frame.refused).map(([code, n]) => `${n} ${code}`);
+    const refused = Object.entries(frame.refused).flatMap(([transport, codes]) =>
+      Object.entries(codes).map(([code, n]) => `${n} ${code} (${transport === "grpc" ? "gRPC" : "HTTP"})`));
     document.getElementById("ov-refused").textContent = refused.length ? refused.join(", ") : "0";
   },
 };
@@ -85,7 +91,7 @@ const Playground = {
     let body;
     try { body = this.body(); } catch (e) { error.textContent = `the JSON field is not valid JSON: ${e.message}`; return; }
     const started = performance.now();
-    const facts = { firstToken: null, model: null, finish: null, usage: null, toolCalls: [] };
+    const facts = { firstToken: null, model: null, finish: null, usage: null, toolCalls: [], redactions: null };
     const response = await fetch("/v1/chat/completions", { method: "POST", body: JSON.stringify(body),
       headers: Console.headers({ "Content-Type": "application/json", "x-sla-class": value("pg-class") }) });
     if (!response.ok) { error.textContent = await errorText(response); return; }
@@ -95,6 +101,7 @@ const Playground = {
       if (chunk.error) { error.textContent = chunk.error.message; return; }
       facts.model = chunk.model || facts.model;
       if (chunk.usage) facts.usage = chunk.usage;
+      if (chunk.mcp_redactions) facts.redactions = chunk.mcp_redactions;
       for (const choice of chunk.choices || []) {
         const delta = choice.delta || {};
         if (delta.content) {
@@ -118,6 +125,7 @@ const Playground = {
       if (n > 1 && facts.firstToken !== null) rows.push(["Time per output token", `${((totalMs - facts.firstToken) / (n - 1)).toFixed(1)} ms`]);
     }
     for (const call of facts.toolCalls) if (call.function) rows.push(["Tool call", `${call.function.name || ""} ${call.function.arguments || ""}`]);
+    if (facts.redactions) rows.push(["Redacted", redactionText(facts.redactions)]);
     const plan = Models.plans[facts.model];
     if (plan) rows.push(["Precision plan", plan]);
     document.getElementById("pg-timings").replaceChildren(...rows.flatMap(([k, v]) => [el("dt", k), el("dd", v)]));
@@ -137,7 +145,15 @@ const Models = {
     const versions = await this.learnPlans();
     fillTable(document.getElementById("models-table"), versions.map((v) => [
       `${v.name}:${v.version}`, v.current ? "yes" : "no", v.file, this.plan(v), fmtBytes(v.file_bytes),
-      v.in_flight, fmtS(v.load_to_ready_s), this.actions(v)]));
+      this.memory(v), v.in_flight, fmtS(v.load_to_ready_s), this.actions(v)]));
+  },
+
+  memory(v) {
+    if (v.memory_measure === "worker_rss") {
+      const weights = v.weight_bytes === null ? "" : `, weights ${fmtBytes(v.weight_bytes)}`;
+      return `${fmtBytes(v.memory_bytes)} (worker process RSS${weights})`;
+    }
+    return `${fmtBytes(v.memory_bytes)} (weights, in the server process)`;
   },
 
   plan(v) {

@@ -1,0 +1,164 @@
+"""Tiny random Qwen3 / Qwen3-MoE models for the tests: built with transformers, saved as Hugging
+Face folders (with the SmolLM2 tokenizer) or written as GGUF with the gguf package as llama.cpp's
+converter lays one out, compiled, and checked against transformers' own forward pass."""
+
+from __future__ import annotations
+
+import shutil
+
+import gguf
+import numpy as np
+import pytest
+import torch
+
+from mcp.compiler.compiler import compile_model
+from mcp.engine.contiguous import contiguous_decoder
+from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.loop import EngineLoop
+from mcp.engine.loop_config import LoopConfig
+from mcp.engine.sampler import SamplingParams
+from mcp.modelfile.reader import open_model
+
+LAYERS, VOCAB = 3, 49152
+IDS = [504, 3575, 282, 4649, 314, 28, 1073, 253, 1345, 30, 76, 355] * 6  # 72 tokens
+TINY = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
+            num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
+            rms_norm_eps=1e-6, rope_theta=1e6, bos_token_id=1, eos_token_id=2)
+
+
+def perturbed(model):
+    """Random init leaves norms at 1: perturb them so that each one counts."""
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "norm" in name:
+                param.add_(torch.randn_like(param) * 0.3)
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def tokenizer_files(smollm2_gguf, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("tokenizer")
+    AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name).save_pretrained(folder)
+    return folder
+
+
+def save_folder(hf_model, tokenizer_files, folder):
+    """The model as a Hugging Face folder: safetensors, config.json and the SmolLM2 tokenizer."""
+    hf_model.save_pretrained(folder, safe_serialization=True)
+    for item in tokenizer_files.iterdir():
+        shutil.copy(item, folder / item.name)
+    return folder
+
+
+def compiled_engine(source, out) -> NativeEngine:
+    compile_model(source, out, precision="source")  # fp32 tensors as they are
+    with open_model(out, verify=True) as model_file:
+        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+
+
+def compiled_engine(source, out) -> NativeEngine:
+    compile_model(source, out, precision="source")  # fp32 tensors as they are
+    with open_model(out, verify=True) as model_file:
+        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+
+
+def assert_matches(engine, hf_model, hf_greedy, ids=IDS, tolerance=1e-5):
+    """Logits over ``ids`` within ``tolerance`` (max |diff|) of transformers', and its 16 greedy
+    tokens after the first 40 of them."""
+    with torch.inference_mode():
+        theirs = hf_model(torch.tensor([ids])).logits[0].float()
+    ours = contiguous_decoder(engine).score(ids)
+    assert theirs.abs().max() > 1e-2  # the random model says something
+    assert (ours - theirs).abs().max().item() < tolerance
+    params = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
+    generated = [step.token_id for step in contiguous_decoder(engine).generate(ids[:40], params)]
+    assert generated == hf_greedy(hf_model, ids[:40], 16)
+
+
+def assert_loop_matches(engine, hf_model, hf_greedy):
+    """The paged engine loop: four sequences decoding in one batch, the last reusing the first's
+    cached prefix, each with transformers' greedy tokens."""
+    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
+    prompts = [IDS[:40], IDS[5:23], IDS[:3], IDS[:40] + [77, 78, 79]]  # the last shares two blocks
+    loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=1 << 22, enable_prefix_caching=True))
+    try:
+        first = loop.submit(prompts[0], params)
+        assert [s.token_id for s in first] == hf_greedy(hf_model, prompts[0], 12)
+        handles = [loop.submit(ids, params) for ids in prompts[1:]]
+        assert [[s.token_id for s in h] for h in handles] == [hf_greedy(hf_model, ids, 12) for ids in prompts[1:]]
+        assert handles[-1].outcome.num_cached_tokens == 32
+        assert loop.stats().max_sequences_in_step >= 2
+    finally:
+        loop.close()
+
+
+_GGUF_NAMES = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+               "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm", "self_attn.q_proj": "attn_q",
+               "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+               "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+               "mlp.gate": "ffn_gate_inp"}
+_GLOBAL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+                 "lm_head.weight": "output.weight"}
+
+
+def write_gguf(hf_model, path, arch: str, tensor_type=gguf.GGMLQuantizationType.F32) -> None:
+    """The model as llama.cpp's converter writes a Qwen3 / Qwen3-MoE GGUF: Q/K rows as they are,
+    experts stacked per projection [experts, rows, cols], a byte-level BPE vocabulary of VOCAB
+    tokens; matrices (not the router) in ``tensor_type``, vectors in F32."""
+    config = hf_model.config
+    writer = gguf.GGUFWriter(path, arch)
+    for add, value in ((writer.add_block_count, config.num_hidden_layers), (writer.add_context_length, 256),
+                       (writer.add_embedding_length, config.hidden_size),
+                       (writer.add_feed_forward_length, config.intermediate_size),
+                       (writer.add_head_count, config.num_attention_heads),
+                       (writer.add_head_count_kv, config.num_key_value_heads), (writer.add_key_length, config.head_dim),
+                       (writer.add_value_length, config.head_dim), (writer.add_layer_norm_rms_eps, config.rms_norm_eps),
+                       (writer.add_rope_freq_base, 1e6)):
+        add(value)
+    if arch == "qwen3moe":
+        writer.add_expert_count(config.num_experts)
+        writer.add_expert_used_count(config.num_experts_per_tok)
+        writer.add_expert_feed_forward_length(config.moe_intermediate_size)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list([f"t{i}" for i in range(VOCAB)])
+    writer.add_token_types([int(gguf.TokenType.NORMAL)] * VOCAB)
+    writer.add_token_merges([])
+    writer.add_eos_token_id(2)
+    for name, value in gguf_tensors(hf_model).items():
+        quantized = tensor_type != gguf.GGMLQuantizationType.F32 and value.ndim >= 2 and "ffn_gate_inp" not in name
+        if quantized:
+            writer.add_tensor(name, gguf.quants.quantize(value, tensor_type), raw_dtype=tensor_type)
+        else:
+            writer.add_tensor(name, value)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def gguf_tensors(hf_model) -> dict[str, np.ndarray]:
+    """GGUF name -> fp32 values, numpy order. transformers holds each layer's experts stacked,
+    ``mlp.experts.gate_up_proj`` [experts, 2 moe_ffn, hidden] and ``mlp.experts.down_proj``: the
+    GGUF stacks gate, up and down apart."""
+    tensors: dict[str, np.ndarray] = {}
+    for name, tensor in hf_model.state_dict().items():
+        value = np.ascontiguousarray(tensor.float().numpy(), dtype=np.float32)
+        if name == "lm_head.weight" and hf_model.config.tie_word_embeddings:
+            continue
+        if name in _GLOBAL_NAMES:
+            tensors[_GLOBAL_NAMES[name]] = value
+            continue
+        _, _, index, rest = name.split(".", 3)
+        if rest == "mlp.experts.gate_up_proj":
+            gate, up = np.split(value, 2, axis=1)
+            tensors[f"blk.{index}.ffn_gate_exps.weight"] = np.ascontiguousarray(gate)
+            tensors[f"blk.{index}.ffn_up_exps.weight"] = np.ascontiguousarray(up)
+        elif rest == "mlp.experts.down_proj":
+            tensors[f"blk.{index}.ffn_down_exps.weight"] = value
+        else:
+            tensors[f"blk.{index}.{_GGUF_NAMES[rest.removesuffix('.weight')]}.weight"] = value
+    return tensors
