@@ -137,12 +137,12 @@ def test_transformers_4_style_config_keys(hf_folder, tmp_path: Path) -> None:
     assert (arch.rope_theta, arch.rope_scaling, arch.head_dim) == (250000.0, RopeScaling(kind="linear", factor=2.0), 16)
 
 
-def test_mistral_context_is_capped_to_the_sliding_window(hf_folder, tmp_path: Path) -> None:
+def test_mistral_keeps_its_context_and_its_sliding_window(hf_folder, tmp_path: Path) -> None:
     folder = hf_folder("mistral", sliding_window=64, head_dim=16)
     header = compile_model(folder, tmp_path / "mistral.mcp", precision="fp32")
     assert header.architecture.variant == "mistral"
-    assert header.architecture.max_position_embeddings == 64
-    assert header.lineage.recipe["context_capped_to_sliding_window"] == "256 -> 64"
+    assert (header.architecture.max_position_embeddings, header.architecture.sliding_window) == (256, 64)
+    assert "context_capped_to_sliding_window" not in header.lineage.recipe
     _assert_tensors_equal_the_folder(tmp_path / "mistral.mcp", folder)
 
 

@@ -6,7 +6,7 @@ which is already torch ``Linear`` layout (out, in); block types come as uint8
 ``[rows, row_bytes]``, the ``.mcp`` stored shape. For GGUF architecture "llama" llama.cpp's
 converter permuted the rows of Q and K (its RoPE pairs adjacent elements); they are put back
 in Hugging Face (rotate_half) order here, which works on whole rows, so blocks stay intact.
-"qwen2" and "gemma3" GGUFs are not permuted by llama.cpp and are taken as they are.
+"qwen2", "gemma3" and "phi3" GGUFs are not permuted by llama.cpp and are taken as they are.
 
 Gemma 3 ("gemma3"): four norms a layer and q/k norms, named as Hugging Face names them; the
 GGUF's norm weights already hold Gemma's ``(1 + w)`` multiplier, which is what the ``.mcp``
@@ -15,6 +15,12 @@ fixes them for the architecture (every 6th layer global, base 10000), and so doe
 
 Qwen3 ("qwen3") and Qwen3-MoE ("qwen3moe"): q/k norms, a router and stacked experts split one
 matrix per expert (compiler/gguf_qwen3.py).
+
+Phi-3 ("phi3"): q/k/v fused in ``attn_qkv``, gate and up in ``ffn_up`` (gate rows first), kept
+fused (``qkv_proj``, ``gate_up_proj``); ``rope.dimension_count`` below the head size is partial
+rotary; LongRoPE's factors come as the tensors ``rope_factors_long``/``rope_factors_short``
+beside ``rope.scaling.original_context_length`` and ``rope.scaling.attn_factor``. A
+``{arch}.attention.sliding_window`` on a "llama" or "phi3" file windows every layer.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling, TokenizerSpec, stored_shape
 from mcp.modelfile.validate import MAX_DIM, check_architecture
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3", *gguf_qwen3.FAMILIES)
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "gemma3", *gguf_qwen3.FAMILIES, "phi3")
 TENSOR_ENCODINGS = {
     GGMLQuantizationType.F32: "f32",
     GGMLQuantizationType.F16: "f16",
@@ -55,6 +61,8 @@ _GLOBAL_NAMES = {
     "output_norm.weight": "model.norm.weight",
     "output.weight": "lm_head.weight",
     "rope_freqs.weight": "model.rope_freqs",
+    "rope_factors_long.weight": "model.rope_factors_long",
+    "rope_factors_short.weight": "model.rope_factors_short",
 }
 _LAYER_NAMES = {
     "attn_norm.weight": "input_layernorm.weight",
@@ -79,6 +87,13 @@ _GEMMA3_LAYER_NAMES = {
     "post_ffw_norm.weight": "post_feedforward_layernorm.weight",
 }
 _QWEN3_LAYER_NAMES = {**_LAYER_NAMES, **gguf_qwen3.LAYER_NAMES}
+_PHI3_LAYER_NAMES = {
+    **{name: hf for name, hf in _LAYER_NAMES.items() if not name.startswith(("attn_q", "attn_k", "attn_v", "ffn_"))},
+    "attn_qkv.weight": "self_attn.qkv_proj.weight",
+    "ffn_norm.weight": "post_attention_layernorm.weight",
+    "ffn_up.weight": "mlp.gate_up_proj.weight",
+    "ffn_down.weight": "mlp.down_proj.weight",
+}
 GEMMA3_SLIDING_WINDOW_PATTERN = 6  # llama.cpp's LLM_ARCH_GEMMA3 (and transformers' Gemma3TextConfig)
 GEMMA3_ROPE_LOCAL_THETA = 10000.0
 _LAYER_PATTERN = re.compile(r"blk\.(\d+)\.(.+)")
@@ -156,7 +171,7 @@ def _architecture(
     hidden, heads = count("embedding_length"), count("attention.head_count")
     head_dim = count("attention.key_length", hidden // heads)
     rope_dims = count("rope.dimension_count", head_dim)
-    if rope_dims != head_dim:
+    if rope_dims != head_dim and arch != "phi3":
         raise UnsupportedModelError(
             f"{path}: partial rotary embeddings ({rope_dims} of {head_dim} dims) are not supported"
         )
@@ -165,7 +180,7 @@ def _architecture(
         raise ModelFormatError(f"{path}: GGUF metadata tokenizer.ggml.tokens must be an array of strings")
     moe = gguf_qwen3.moe_fields(path, get, count, by_name) if arch == "qwen3moe" else {}
     architecture = ArchitectureConfig(
-        architecture="gemma3" if arch == "gemma3" else gguf_qwen3.FAMILIES.get(arch, "llama"),
+        architecture={"gemma3": "gemma3", "phi3": "phi3", **gguf_qwen3.FAMILIES}.get(arch, "llama"),
         variant=arch,
         vocab_size=len(tokens),
         hidden_size=hidden,
@@ -179,8 +194,10 @@ def _architecture(
         rope_theta=number("rope.freq_base", 10000.0),
         tie_word_embeddings="output.weight" not in by_name,
         attention_bias="blk.0.attn_q.bias" in by_name,
-        rope_scaling=_rope_scaling(path, get, "rope_freqs.weight" in by_name),
-        **(_gemma3_fields(count, head_dim) if arch == "gemma3" else {}),
+        rope_scaling=_phi3_longrope(get, count, number) if "rope_factors_long.weight" in by_name
+        else _rope_scaling(path, get, "rope_freqs.weight" in by_name),
+        **(_gemma3_fields(count, head_dim) if arch == "gemma3"
+           else _window_fields(arch, get, count, rope_dims, head_dim)),
         **moe,
     )
     # the experts' count is bounded by the routers' rows in the file; each becomes 3 tensors a layer
@@ -196,6 +213,26 @@ def _gemma3_fields(count, head_dim: int) -> dict[str, Any]:
     return {"sliding_window": count("attention.sliding_window"),
             "sliding_window_pattern": GEMMA3_SLIDING_WINDOW_PATTERN,
             "rope_local_theta": GEMMA3_ROPE_LOCAL_THETA, "query_pre_attn_scalar": float(scalar)}
+
+
+def _window_fields(arch: str, get, count, rope_dims: int, head_dim: int) -> dict[str, Any]:
+    """A window on every layer where a "llama" or "phi3" file sets one; the rotated dims where
+    fewer than a head's."""
+    has_window = arch in ("llama", "phi3") and get("attention.sliding_window", None) is not None
+    window = count("attention.sliding_window") if has_window else None
+    return {"sliding_window": window, "rotary_dim": None if rope_dims == head_dim else rope_dims}
+
+
+def _phi3_longrope(get, count, number) -> RopeScaling:
+    """LongRoPE as llama.cpp's converter writes it; the attention factor, where the file leaves it
+    out, computed as transformers computes it."""
+    original = count("rope.scaling.original_context_length")
+    factor = count("context_length") / original
+    attention = 1.0 if factor <= 1.0 else math.sqrt(1 + math.log(factor) / math.log(original))
+    if get("rope.scaling.attn_factor", None) is not None:
+        attention = number("rope.scaling.attn_factor")
+    return RopeScaling(kind="longrope", factor=factor, original_max_position_embeddings=original,
+                       attention_factor=attention)
 
 
 def gguf_count(path: Path, key: str, value: Any) -> int:
@@ -244,12 +281,13 @@ def mcp_name(path: Path, gguf_name: str, arch_name: str = "llama") -> str:
     """The Hugging Face name of a GGUF tensor; an unknown one is an ``UnsupportedModelError``."""
     if gguf_name in _GLOBAL_NAMES:
         return _GLOBAL_NAMES[gguf_name]
-    names = {"gemma3": _GEMMA3_LAYER_NAMES, "qwen3": _QWEN3_LAYER_NAMES,
-             "qwen3moe": _QWEN3_LAYER_NAMES}.get(arch_name, _LAYER_NAMES)
+    names = {"gemma3": _GEMMA3_LAYER_NAMES, "qwen3": _QWEN3_LAYER_NAMES, "qwen3moe": _QWEN3_LAYER_NAMES,
+             "phi3": _PHI3_LAYER_NAMES}.get(arch_name, _LAYER_NAMES)
     match = _LAYER_PATTERN.fullmatch(gguf_name)
     if match and match.group(2) in names:
         return f"model.layers.{match.group(1)}.{names[match.group(2)]}"
-    family = {"gemma3": "Gemma 3", "qwen3": "Qwen3", "qwen3moe": "Qwen3-MoE"}.get(arch_name, "Llama-family")
+    family = {"gemma3": "Gemma 3", "qwen3": "Qwen3", "qwen3moe": "Qwen3-MoE", "phi3": "Phi-3"}.get(arch_name,
+                                                                                                 "Llama-family")
     raise UnsupportedModelError(f"{path}: tensor {gguf_name} has no place in a {family} model")
 
 

@@ -19,11 +19,12 @@ from mcp.compiler.compiler import SourceModel, SourceTensor
 from mcp.compiler.hf_gemma3 import MODEL_TYPE, gemma3_architecture, gemma3_tensor, rope_parameters_of
 from mcp.compiler.hf_qwen3 import MODEL_TYPES as QWEN3_MODEL_TYPES
 from mcp.compiler.hf_qwen3 import qwen3_architecture
+from mcp.compiler.hf_phi3 import MODEL_TYPE as PHI3, phi3_architecture, rope_factor_tensors
 from mcp.compiler.hf_tokenizer import tokenizer_spec_from_hf_folder
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.spec import ArchitectureConfig, RopeScaling
 
-SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE, *QWEN3_MODEL_TYPES, "bert")
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", MODEL_TYPE, *QWEN3_MODEL_TYPES, "bert", PHI3)
 DTYPE_ENCODINGS = {"F32": "f32", "F16": "f16", "BF16": "bf16"}
 INDEX_FILE = "model.safetensors.index.json"
 _IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)  # buffers some old checkpoints saved
@@ -52,6 +53,8 @@ def load_hf_folder(folder: Path) -> SourceModel:
     architecture, recipe = _architecture(folder, config, {t.name for t in tensors})
     if model_type == MODEL_TYPE:
         tensors = [gemma3_tensor(t) for t in tensors]
+    if model_type == PHI3:
+        tensors += rope_factor_tensors(config)
     if (folder / "modules.json").is_file():  # a sentence-transformers decoder: it declares how it embeds
         from mcp.compiler.sentence_config import sentence_pooling
 
@@ -162,13 +165,15 @@ def _architecture(
             rope_theta=_rope_theta(config),
             tie_word_embeddings=bool(config.get("tie_word_embeddings", "lm_head.weight" not in names)),
             attention_bias=config["model_type"] == "qwen2" or bool(config.get("attention_bias", False)),
-            rope_scaling=_rope_scaling(folder, config),
+            rope_scaling=None if config["model_type"] == PHI3 else _rope_scaling(folder, config),
         )
         if config["model_type"] == MODEL_TYPE:
             return gemma3_architecture(folder, config, fields, fields["rope_scaling"]), recipe
         if config["model_type"] in QWEN3_MODEL_TYPES:
             return qwen3_architecture(folder, config, fields), recipe
-        arch = ArchitectureConfig(**fields)
+        if config["model_type"] == PHI3:
+            return phi3_architecture(folder, config, fields), recipe
+        arch = ArchitectureConfig(**fields, sliding_window=_sliding_window(config))
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFormatError(f"{folder}/config.json: missing or bad value {exc!r}") from None
     return arch, recipe
@@ -204,13 +209,19 @@ def _rope_scaling(folder: Path, config: dict[str, Any]) -> RopeScaling | None:
 
 
 def _context_length(config: dict[str, Any]) -> tuple[int, dict[str, str]]:
-    """Context length, capped to the sliding window where the model attends through one."""
+    """Context length; capped to the sliding window for a Qwen2 that windows only some layers
+    (``use_sliding_window``), which the engine does not run. Mistral's window applies (``_sliding_window``)."""
     max_positions = int(config["max_position_embeddings"])
     window = config.get("sliding_window")
-    uses_window = config["model_type"] == "mistral" or bool(config.get("use_sliding_window", False))
-    if uses_window and window and int(window) < max_positions:
+    if config["model_type"] == "qwen2" and config.get("use_sliding_window") and window and int(window) < max_positions:
         return int(window), {"context_capped_to_sliding_window": f"{max_positions} -> {int(window)}"}
     return max_positions, {}
+
+
+def _sliding_window(config: dict[str, Any]) -> int | None:
+    """Mistral's window: every layer sees the last ``sliding_window`` positions (null: none)."""
+    window = config.get("sliding_window")
+    return int(window) if config["model_type"] == "mistral" and window else None
 
 
 def folder_sha256(folder: Path) -> str:

@@ -15,6 +15,7 @@ import torch
 from mcp.base.errors import ConfigError, ModelFormatError
 from mcp.engine import kernels
 from mcp.engine.layers.linear import PackedLinear, interleave_for_integer_dots
+from mcp.engine.layers.window import outgrows_window
 from mcp.engine.models import is_encoder, model_class
 from mcp.engine.options import EngineOptions
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
@@ -68,15 +69,17 @@ class NativeEngine:
         self.header = header
         self.device = resolve_device(options.device)
         self.hardware = Hardware.detect(self.device, options.native_kernels)
-        self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
-                                          options.precision, options.precision_overrides,
-                                          options.cache_prefill_weights, options.decode_dots,
-                                          options.native_step and header.architecture.architecture in NATIVE_STEP_FAMILIES)
         arch = header.architecture
         self.is_encoder = is_encoder(arch.architecture)
         # an encoder's context is the longest input it embeds (sentence-transformers' max_seq_length)
         model_context = arch.pooling.max_tokens if self.is_encoder and arch.pooling else arch.max_position_embeddings
         self.max_context = _max_context(model_context, options.max_context)
+        # the native step has no sliding window yet: a window this context can outgrow steps on torch
+        native_step = arch.architecture in NATIVE_STEP_FAMILIES and not outgrows_window(arch, self.max_context)
+        self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
+                                          options.precision, options.precision_overrides,
+                                          options.cache_prefill_weights, options.decode_dots,
+                                          options.native_step and native_step)
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
         weights = ModelWeights(model_file, self.plan, self.device, options.cache_prefill_weights)
         dtype = TORCH_DTYPES[self.plan.compute_precision]

@@ -39,7 +39,7 @@ from mcp.engine.kv.hybrid import HybridKVCacheManager, HybridKVStorage
 from mcp.engine.kv.manager import KVCacheManager
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.live import LiveRequest, LoopStats, StatsRecorder, chunk_token_ids
-from mcp.engine.loop_config import LoopConfig, kv_cache_budget
+from mcp.engine.loop_config import LoopConfig, kv_cache_budget, kv_window_tokens
 from mcp.engine.precision import TORCH_DTYPES
 from mcp.engine.models import sliding_window_layers
 from mcp.engine.runner import ModelRunner, StepChunk, allocate_hybrid_storage, allocate_storage, releases_window
@@ -308,8 +308,10 @@ def _storage(engine: NativeEngine, config: LoopConfig) -> PagedKVStorage | Hybri
 def _kv_manager(engine: NativeEngine, storage: PagedKVStorage | HybridKVStorage,
                 config: LoopConfig) -> KVCacheManager | HybridKVCacheManager:
     policy = (config.block_size, config.enable_prefix_caching, config.sink_tokens, config.window_tokens)
-    if isinstance(storage, PagedKVStorage):
-        return KVCacheManager(storage.num_blocks, *policy)
+    if isinstance(storage, PagedKVStorage):  # a model windowed on every layer trims to its own window
+        window = kv_window_tokens(config, engine.model.arch)
+        return KVCacheManager(storage.num_blocks, *policy[:3], window,
+                              exact_window=window is not None and config.window_tokens is None)
     local = KVCacheManager(storage.local.num_blocks, config.block_size, config.enable_prefix_caching,
                            window_tokens=engine.model.arch.sliding_window, exact_window=True)
     return HybridKVCacheManager(KVCacheManager(storage.full.num_blocks, *policy), local)

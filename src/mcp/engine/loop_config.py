@@ -16,6 +16,7 @@ from mcp.engine.scheduler.policy import FairShare, FCFSPolicy, SLOPolicy
 from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.scheduler.slo import DEFAULT_TARGETS, SLOClass, SLOTarget
 from mcp.engine.scheduler.step import PacingConfig
+from mcp.modelfile.spec import ArchitectureConfig
 
 POLICIES = ("slo", "fcfs")
 # What the KV cache holds: "auto" the activations' dtype (fp32 on a CPU with the native
@@ -40,7 +41,9 @@ class LoopConfig:
     kv_cache_dtype: str = "auto"  # KV_CACHE_DTYPES
     enable_prefix_caching: bool = True
     sink_tokens: int = 0  # with a window: the first tokens every later token still attends to
-    window_tokens: int | None = None  # None: off; else each sequence keeps its sinks and its last window_tokens
+    # None: the model's own window where it has one on every layer (kv_window_tokens), else off;
+    # else each sequence keeps its sinks and its last window_tokens
+    window_tokens: int | None = None
     aging_s: float = 10.0  # a waiting request is promoted one class per aging_s seconds
     pacing: bool = True  # slo only: lower classes may not stretch a step past a higher class's TPOT
     pacing_margin: float = PacingConfig.margin  # of a TPOT kept back from each allowance
@@ -88,6 +91,18 @@ class LoopConfig:
     def make_pacing(self) -> PacingConfig:
         return PacingConfig(enabled=self.pacing and self.policy == "slo", margin=self.pacing_margin,
                             min_allowance=self.pacing_min_allowance)
+
+
+def kv_window_tokens(config: LoopConfig, arch: ArchitectureConfig) -> int | None:
+    """The KV window policy's window: the configured one, else the model's own where every layer
+    attends through one (Mistral, Phi-3), whose blocks wholly before it no query reads again.
+    None (every block kept): no window, one under a block, or one on some layers only (Gemma 3)."""
+    if config.window_tokens is not None:
+        return config.window_tokens
+    window = arch.sliding_window
+    if window is None or arch.sliding_window_pattern is not None or window < config.block_size:
+        return None
+    return window
 
 
 def kv_cache_budget(config: LoopConfig, bytes_per_token: int, max_context: int, available_bytes: int) -> int:

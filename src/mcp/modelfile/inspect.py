@@ -58,6 +58,11 @@ def _architecture(header: ModelHeader) -> str:
     rope = f"theta {arch.rope_theta:g}"
     if scaling is not None:
         rope += f", scaling {scaling.kind} (factor {scaling.factor:g})"
+    if scaling is not None and scaling.kind == "longrope":
+        rope += (f", original context {scaling.original_max_position_embeddings}, attention factor "
+                 f"{scaling.attention_factor:.6g}")
+    if arch.rotary_dim is not None:
+        rope += f", first {arch.rotary_dim} of {arch.head_dim} dims"
     return _section("architecture", [
         ("family", f"{arch.architecture} (variant {arch.variant})"),
         ("layers", str(arch.num_layers)),
@@ -87,10 +92,12 @@ def _expert_rows(arch) -> list[tuple[str, str]]:
 
 
 def _window_rows(arch) -> list[tuple[str, str]]:
-    """Gemma 3's local layers, where the model has them."""
+    """Gemma 3's local layers, or a window on every layer (Mistral, Phi-3), where the model has them."""
     if arch.sliding_window is None:
         return []
     pattern = arch.sliding_window_pattern
+    if pattern is None:
+        return [("sliding window", f"{arch.sliding_window} tokens, every layer")]
     return [("sliding window", f"{arch.sliding_window} tokens, {pattern - 1} local layers to 1 global"),
             ("local RoPE", f"theta {arch.rope_local_theta:g}")]
 

@@ -54,14 +54,18 @@ PRECISIONS = ("auto", "fp32", "bf16", "f16", "int4", "int8")
 
 @dataclass(frozen=True)
 class RopeScaling:
-    """RoPE frequency scaling: ``kind`` is ``"llama3"``, ``"linear"`` or ``"freq_factors"``
-    (a GGUF ``rope_freqs`` tensor, stored as ``model.rope_freqs``, divides the frequencies)."""
+    """RoPE frequency scaling: ``kind`` is ``"llama3"``, ``"linear"``, ``"freq_factors"``
+    (a GGUF ``rope_freqs`` tensor, stored as ``model.rope_freqs``, divides the frequencies) or
+    ``"longrope"`` (Phi-3's: ``model.rope_factors_short`` or, where the context runs past
+    ``original_max_position_embeddings``, ``model.rope_factors_long`` divide the frequencies,
+    and cos/sin are multiplied by ``attention_factor``)."""
 
     kind: str
     factor: float
     low_freq_factor: float = 1.0
     high_freq_factor: float = 4.0
     original_max_position_embeddings: int = 8192
+    attention_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class ArchitectureConfig:
     """Hyper-parameters of a model: a Llama-family decoder, or a BERT-family encoder (which
     reads ``rms_norm_eps`` as its LayerNorm epsilon and has no RoPE: ``rope_theta`` is unused)."""
 
-    architecture: str  # family the engine runs: "llama", "gemma3", "qwen3", "qwen3_moe" or "bert"
+    architecture: str  # family the engine runs: "llama", "gemma3", "qwen3", "qwen3_moe", "phi3" or "bert"
     variant: str  # what the source called it: "llama", "mistral", "qwen2", "smollm2", ...
     vocab_size: int
     hidden_size: int
@@ -96,12 +100,14 @@ class ArchitectureConfig:
     rope_scaling: RopeScaling | None = None
     # Gemma 3: every ``sliding_window_pattern``-th layer attends globally (RoPE base rope_theta),
     # the others see the last ``sliding_window`` positions (RoPE base ``rope_local_theta``).
+    # A window without a pattern (Mistral, Phi-3): every layer sees the last ``sliding_window``.
     sliding_window: int | None = None
     sliding_window_pattern: int | None = None
     rope_local_theta: float | None = None
     query_pre_attn_scalar: float | None = None  # attention scale is its -1/2 power (None: head_dim)
     pooling: Pooling | None = None  # how to embed; None: the model does not embed
     type_vocab_size: int = 0  # BERT's token-type (segment) embeddings; 0 for decoders
+    rotary_dim: int | None = None  # RoPE turns the first rotary_dim dims of each head (None: all)
     # Mixture of experts (Qwen3-MoE; modelfile/moe.py): layer i's MLP is ``num_experts`` SwiGLU
     # experts of width ``moe_intermediate_size``, ``num_experts_per_tok`` of them per token (top-k
     # of the router's softmax, renormalised to sum 1 when ``norm_topk_prob``), when

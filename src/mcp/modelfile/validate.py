@@ -34,8 +34,8 @@ from mcp.modelfile.spec import (
 from mcp.modelfile.encoder import ENCODER_ARCHITECTURES, check_encoder, check_pooling, encoder_tensor_shapes
 from mcp.modelfile.moe import QWEN3_ARCHITECTURES, check_moe, is_sparse_layer, moe_tensor_shapes, qk_norm_shapes
 
-SUPPORTED_ARCHITECTURES = ("llama", "gemma3", *QWEN3_ARCHITECTURES, *ENCODER_ARCHITECTURES)
-ROPE_SCALING_KINDS = ("llama3", "linear", "freq_factors")
+SUPPORTED_ARCHITECTURES = ("llama", "gemma3", *QWEN3_ARCHITECTURES, "phi3", *ENCODER_ARCHITECTURES)
+ROPE_SCALING_KINDS = ("llama3", "linear", "freq_factors", "longrope")
 GROUP_SIZE = 32  # int4/int8 group along K (mcp.engine.quant.int4pack.GROUP_SIZE)
 INT4_ROW_ALIGN = 64  # int4 rows come in blocks of 64 in the widest kernel layout (int4pack.ROW_ALIGN)
 INT4_LAYOUTS = ("rows", "avx512", "avx2", "default")  # int4pack.LAYOUTS
@@ -162,21 +162,27 @@ def check_architecture(arch: ArchitectureConfig, source: str, num_tensors: int) 
         _positive(getattr(arch, name), source, f"architecture.{name}")
     if arch.rope_scaling is not None:
         _check_rope_scaling(arch, source)
+    if arch.rotary_dim is not None and not (2 <= arch.rotary_dim <= arch.head_dim and arch.rotary_dim % 2 == 0):
+        raise ModelFormatError(f"{source}: architecture.rotary_dim is {arch.rotary_dim}; it must be even, from 2 "
+                               f"to head_dim ({arch.head_dim})")
     _check_window(arch, source)
 
 
 def _check_window(arch: ArchitectureConfig, source: str) -> None:
-    """A sliding window, its layer pattern and the local RoPE base come together, all positive."""
-    window = (arch.sliding_window, arch.sliding_window_pattern, arch.rope_local_theta)
-    if all(value is None for value in window):
+    """A sliding window alone (every layer windowed, as Mistral's), or with its layer pattern and
+    the local RoPE base (Gemma 3's local layers), all positive."""
+    layered = (arch.sliding_window_pattern, arch.rope_local_theta)
+    if arch.sliding_window is None and all(value is None for value in layered):
         return
-    if any(value is None for value in window):
-        raise ModelFormatError(f"{source}: architecture.sliding_window, sliding_window_pattern and "
-                               "rope_local_theta must be given together")
+    if arch.sliding_window is None or any(value is None for value in layered) and \
+            any(value is not None for value in layered):
+        raise ModelFormatError(f"{source}: architecture.sliding_window_pattern and rope_local_theta must be "
+                               "given together, with a sliding_window")
     for name in ("sliding_window", "sliding_window_pattern"):
-        if not 1 <= getattr(arch, name) <= MAX_POSITIONS:
+        if getattr(arch, name) is not None and not 1 <= getattr(arch, name) <= MAX_POSITIONS:
             raise ModelFormatError(f"{source}: architecture.{name} must be between 1 and {MAX_POSITIONS}")
-    _positive(arch.rope_local_theta, source, "architecture.rope_local_theta")
+    if arch.rope_local_theta is not None:
+        _positive(arch.rope_local_theta, source, "architecture.rope_local_theta")
     if arch.query_pre_attn_scalar is not None:
         _positive(arch.query_pre_attn_scalar, source, "architecture.query_pre_attn_scalar")
 
@@ -186,15 +192,15 @@ def _check_rope_scaling(arch: ArchitectureConfig, source: str) -> None:
     if scaling.kind not in ROPE_SCALING_KINDS:
         raise UnsupportedModelError(f"{source}: architecture.rope_scaling.kind {scaling.kind!r} is not one of "
                                     f"{', '.join(ROPE_SCALING_KINDS)}")
-    for name in ("factor", "low_freq_factor", "high_freq_factor"):
+    for name in ("factor", "low_freq_factor", "high_freq_factor", "attention_factor"):
         _positive(getattr(scaling, name), source, f"architecture.rope_scaling.{name}")
+    if scaling.kind in ("llama3", "longrope") and not 1 <= scaling.original_max_position_embeddings <= MAX_POSITIONS:
+        raise ModelFormatError(f"{source}: architecture.rope_scaling.original_max_position_embeddings must be "
+                               f"between 1 and {MAX_POSITIONS}")
     if scaling.kind == "llama3":
         if scaling.high_freq_factor <= scaling.low_freq_factor:
             raise ModelFormatError(f"{source}: architecture.rope_scaling: high_freq_factor must be above "
                                    "low_freq_factor for llama3 scaling")
-        if not 1 <= scaling.original_max_position_embeddings <= MAX_POSITIONS:
-            raise ModelFormatError(f"{source}: architecture.rope_scaling.original_max_position_embeddings must be "
-                                   f"between 1 and {MAX_POSITIONS}")
 
 
 def _positive(value: float, source: str, where: str) -> None:
@@ -236,6 +242,9 @@ def expected_tensor_shapes(arch: ArchitectureConfig) -> dict[str, tuple[int, ...
     for i in range(arch.num_layers):
         layer = f"model.layers.{i}"
         shapes[f"{layer}.input_layernorm.weight"] = (hidden,)
+        if arch.architecture == "phi3":
+            shapes.update(_phi3_fused_shapes(layer, arch))
+            continue
         for proj, rows in (("q", q_rows), ("k", kv_rows), ("v", kv_rows)):
             shapes[f"{layer}.self_attn.{proj}_proj.weight"] = (rows, hidden)
             if arch.attention_bias:
@@ -257,7 +266,22 @@ def expected_tensor_shapes(arch: ArchitectureConfig) -> dict[str, tuple[int, ...
         shapes["lm_head.weight"] = (arch.vocab_size, hidden)
     if arch.rope_scaling is not None and arch.rope_scaling.kind == "freq_factors":
         shapes["model.rope_freqs"] = (hd // 2,)
+    if arch.rope_scaling is not None and arch.rope_scaling.kind == "longrope":
+        rotated = arch.rotary_dim or hd
+        shapes.update({"model.rope_factors_long": (rotated // 2,), "model.rope_factors_short": (rotated // 2,)})
     return shapes
+
+
+def _phi3_fused_shapes(layer: str, arch: ArchitectureConfig) -> dict[str, tuple[int, ...]]:
+    """Phi-3's layer, Hugging Face names: q/k/v in one matrix (rows q, then k, then v) and gate/up
+    in one (rows gate, then up), as its checkpoints and llama.cpp's GGUF store them."""
+    hidden, hd = arch.hidden_size, arch.head_dim
+    q_rows, kv_rows = arch.num_attention_heads * hd, arch.num_kv_heads * hd
+    return {f"{layer}.self_attn.qkv_proj.weight": (q_rows + 2 * kv_rows, hidden),
+            f"{layer}.self_attn.o_proj.weight": (hidden, q_rows),
+            f"{layer}.post_attention_layernorm.weight": (hidden,),
+            f"{layer}.mlp.gate_up_proj.weight": (2 * arch.intermediate_size, hidden),
+            f"{layer}.mlp.down_proj.weight": (hidden, arch.intermediate_size)}
 
 
 def _gemma3_norm_shapes(layer: str, hidden: int, head_dim: int) -> dict[str, tuple[int, ...]]:

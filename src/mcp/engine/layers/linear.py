@@ -256,11 +256,16 @@ class LinearGroup(torch.nn.Module):
     Packed parts of one kind (all int4, or all int8) become one fused matrix; otherwise the
     parts stay separate matrices (so dense weights are used from the memory map as they are
     and each GEMM is the one a lone layer would run) and their outputs are concatenated.
+    ``sizes`` names the projections of a matrix the file already stores fused (Phi-3's
+    qkv_proj, gate_up_proj): one part, used as loaded, its outputs those projections in order.
     """
 
-    def __init__(self, parts: Sequence[torch.nn.Module]) -> None:
+    def __init__(self, parts: Sequence[torch.nn.Module], sizes: Sequence[int] | None = None) -> None:
         super().__init__()
-        self.sizes = [p.out_features for p in parts]
+        self.sizes = [p.out_features for p in parts] if sizes is None else list(sizes)
+        if sum(self.sizes) != sum(p.out_features for p in parts):
+            raise ValueError(f"projections of {self.sizes} outputs cannot split parts of "
+                             f"{[p.out_features for p in parts]}")
         kinds = {type(p) for p in parts}
         if kinds == {NativeLinear} and len({p.matrix.kind for p in parts}) == 1 or \
                 len(kinds) == 1 and kinds <= {Int4Linear, Int8Linear}:

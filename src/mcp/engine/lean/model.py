@@ -83,6 +83,10 @@ class LeanModel:
         # tokenizer JSON (3 MiB of str for SmolLM2) is not needed once the tokenizer is built
         self.name = name or Path(layout.path).stem
         self.max_context = max_context or limit
+        if arch.sliding_window is not None and self.max_context > arch.sliding_window:
+            raise ConfigError(f"{layout.path}: the lean decoder has no sliding window; this model attends through one "
+                              f"of {arch.sliding_window} tokens: pass max_context={arch.sliding_window} or less, or "
+                              "run it with mcp.runtime.Session")
         self.num_threads = num_threads or len(os.sched_getaffinity(0))
         self.tokenizer = Tokenizer.from_spec(header.tokenizer)
         self.kv_cache_dtype = kv_cache_dtype

@@ -17,6 +17,7 @@ _REGISTRY: dict[str, tuple[str, str]] = {
     "gemma3": ("mcp.engine.models.gemma3", "Gemma3ForCausalLM"),
     "qwen3": ("mcp.engine.models.qwen3", "Qwen3ForCausalLM"),
     "qwen3_moe": ("mcp.engine.models.qwen3", "Qwen3ForCausalLM"),
+    "phi3": ("mcp.engine.models.phi3", "Phi3ForCausalLM"),
     "bert": ("mcp.engine.models.bert", "BertModel"),
 }
 SUPPORTED_ARCHITECTURES = tuple(_REGISTRY)

@@ -1,7 +1,9 @@
-"""The Llama-family decoder: Llama 2/3, SmolLM2, TinyLlama, Mistral (no sliding window), Qwen2.
+"""The Llama-family decoder: Llama 2/3, SmolLM2, TinyLlama, Mistral (with its sliding window), Qwen2.
 
 RMSNorm, rotary embeddings (with llama3/linear/frequency-factor scaling), grouped-query
-attention with optional q/k/v bias, SwiGLU, tied or separate output head.
+attention with optional q/k/v bias, SwiGLU, tied or separate output head. A model with a
+``sliding_window`` (and no layer pattern) has every layer see only the last ``sliding_window``
+positions, as transformers' sliding-window causal mask does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from mcp.engine.layers.linear import LinearGroup
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.norm import RMSNorm
 from mcp.engine.layers.rotary import RotaryEmbedding, inverse_frequencies
+from mcp.engine.layers.window import windowed
 from mcp.engine.weights import ModelWeights
 from mcp.modelfile.spec import ArchitectureConfig
 
@@ -26,7 +29,7 @@ class DecoderLayer(torch.nn.Module):
         eps = arch.rms_norm_eps
         self.input_layernorm = RMSNorm(weights.tensor(f"{prefix}.input_layernorm.weight"), eps)
         self.self_attn = Attention(
-            LinearGroup([weights.linear(f"{prefix}.self_attn.{p}_proj") for p in ("q", "k", "v")]),
+            self.qkv_proj(arch, weights, f"{prefix}.self_attn"),
             weights.linear(f"{prefix}.self_attn.o_proj"),
             num_heads=arch.num_attention_heads,
             num_kv_heads=arch.num_kv_heads,
@@ -35,10 +38,16 @@ class DecoderLayer(torch.nn.Module):
         self.post_attention_layernorm = RMSNorm(
             weights.tensor(f"{prefix}.post_attention_layernorm.weight"), eps
         )
-        self.mlp = SwiGLU(
-            LinearGroup([weights.linear(f"{prefix}.mlp.{p}_proj") for p in ("gate", "up")]),
-            weights.linear(f"{prefix}.mlp.down_proj"),
-        )
+        self.mlp = SwiGLU(self.gate_up_proj(arch, weights, f"{prefix}.mlp"), weights.linear(f"{prefix}.mlp.down_proj"))
+
+    @staticmethod
+    def qkv_proj(arch: ArchitectureConfig, weights: ModelWeights, prefix: str) -> LinearGroup:
+        """q, k and v, stored apart (fused at load where their kinds allow)."""
+        return LinearGroup([weights.linear(f"{prefix}.{p}_proj") for p in ("q", "k", "v")])
+
+    @staticmethod
+    def gate_up_proj(arch: ArchitectureConfig, weights: ModelWeights, prefix: str) -> LinearGroup:
+        return LinearGroup([weights.linear(f"{prefix}.{p}_proj") for p in ("gate", "up")])
 
     def forward(self, x, angles, cache, inputs):
         x = x + self.self_attn(self.input_layernorm(x), angles, cache, inputs)
@@ -60,8 +69,12 @@ class LlamaForCausalLM(torch.nn.Module):
         )
         self.norm = RMSNorm(weights.tensor("model.norm.weight"), arch.rms_norm_eps)
         self.lm_head = weights.linear("model.embed_tokens" if arch.tie_word_embeddings else "lm_head")
-        inv_freq = inverse_frequencies(arch, weights.get("model.rope_freqs"))
-        self.rotary = RotaryEmbedding(inv_freq, max_positions, dtype).to(self.embed_tokens.device)
+        self.rotary = self.rotary_embedding(arch, weights, max_positions, dtype).to(self.embed_tokens.device)
+
+    @staticmethod
+    def rotary_embedding(arch: ArchitectureConfig, weights: ModelWeights, max_positions: int,
+                         dtype: torch.dtype) -> RotaryEmbedding:
+        return RotaryEmbedding(inverse_frequencies(arch, weights.get("model.rope_freqs")), max_positions, dtype)
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:
         """A zeroed KV cache for ``batch_size`` sequences of up to ``max_len`` tokens each."""
@@ -84,6 +97,8 @@ class LlamaForCausalLM(torch.nn.Module):
         """
         x = self.embed_tokens(input_ids).to(self.dtype)
         angles = self.rotary.angles(inputs.positions)  # [B, T, 1, D] each, shared by every layer
+        if self.arch.sliding_window:  # every layer's keys limited to the window (built once per forward)
+            inputs = windowed(inputs, self.arch.sliding_window)
         for layer, layer_cache in zip(self.layers, cache.layers):
             x = layer(x, angles, layer_cache, inputs)
         return self.norm(x)
