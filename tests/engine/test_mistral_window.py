@@ -4,8 +4,8 @@ A tiny random MistralForCausalLM with a window of 16 and a context of 256: 40-to
 20 new tokens run well past the window on every layer, from its HF folder and from a Q8_0 GGUF
 (``llama`` architecture with ``llama.attention.sliding_window``, Q/K rows permuted as llama.cpp's
 converter writes them). The paged engine loop (batched decode, prefix caching) gives each sequence
-transformers' greedy tokens; over the native kernels the window keeps the step on the torch
-modules, which apply it, until the context fits inside the window.
+transformers' greedy tokens; over the native kernels the native step applies the window as the
+torch modules do.
 """
 
 from __future__ import annotations
@@ -139,23 +139,23 @@ def test_the_kv_cache_frees_what_the_window_no_longer_sees(engine, hf_model, hf_
         loop.close()
 
 
-def test_window_outgrowing_context_keeps_the_native_kernels_off_the_step(hf_model, hf_greedy, tmp_path):
-    """A Q8_0 GGUF runs on the native kernels; the native step, which has no window, is left out
-    while the context can outgrow the window, and the torch step gives transformers' tokens (on
-    the dequantized weights)."""
+def test_the_native_step_applies_the_window(hf_model, hf_greedy, tmp_path):
+    """A Q8_0 GGUF on the native kernels: the native step sees each row's last WINDOW positions
+    (over the blocks the loop frees behind the window) and gives transformers' tokens (on the
+    dequantized weights), as the torch step does."""
     reference = _hf_model()
     write_mistral_gguf(hf_model, reference, tmp_path / "tiny-mistral.gguf")
     header = compile_model(tmp_path / "tiny-mistral.gguf", tmp_path / "tiny.mcp", precision="source")
     assert header.architecture.sliding_window == WINDOW
     native = {"precision": "auto", "decode_dots": "exact"}  # Q8_0 on the native kernels, exact fp32 sums
     engine = _engine(tmp_path / "tiny.mcp", **native)
-    assert engine.plan.decode_step == "torch" and engine.precision == "mcp-int8×16 / act fp32"  # no "native step"
-    assert _assert_loop_matches(engine, reference, hf_greedy) is None
+    assert engine.plan.decode_step == "native" and engine.precision == "mcp-int8×16 / act fp32 / native step"
+    assert _assert_loop_matches(engine, reference, hf_greedy) is not None
+    torch_step = _engine(tmp_path / "tiny.mcp", **native, native_step=False)
+    assert torch_step.plan.decode_step == "torch" and _assert_loop_matches(torch_step, reference, hf_greedy) is None
     with torch.inference_mode():
         theirs = reference(torch.tensor([IDS[:40]])).logits[0].float()
     assert (contiguous_decoder(engine).score(IDS[:40]) - theirs).abs().max().item() < 1e-4
-    if kernels.available():  # a context within the window: the window never binds, the native step runs
-        assert _engine(tmp_path / "tiny.mcp", **native, max_context=WINDOW).plan.decode_step == "native"
 
 
 @pytest.mark.skipif(not kernels.available(), reason="the lean decoder needs the native kernels")

@@ -15,7 +15,6 @@ import torch
 from mcp.base.errors import ConfigError, ModelFormatError
 from mcp.engine import kernels
 from mcp.engine.layers.linear import PackedLinear, interleave_for_integer_dots
-from mcp.engine.layers.window import outgrows_window
 from mcp.engine.models import is_encoder, model_class
 from mcp.engine.options import EngineOptions
 from mcp.engine.precision import TORCH_DTYPES, Hardware, ResolvedPlan, resolve
@@ -74,8 +73,7 @@ class NativeEngine:
         # an encoder's context is the longest input it embeds (sentence-transformers' max_seq_length)
         model_context = arch.pooling.max_tokens if self.is_encoder and arch.pooling else arch.max_position_embeddings
         self.max_context = _max_context(model_context, options.max_context)
-        # the native step has no sliding window yet: a window this context can outgrow steps on torch
-        native_step = arch.architecture in NATIVE_STEP_FAMILIES and not outgrows_window(arch, self.max_context)
+        native_step = arch.architecture in NATIVE_STEP_FAMILIES
         self.plan: ResolvedPlan = resolve(header.tensors, header.precision_plan, self.hardware,
                                           options.precision, options.precision_overrides,
                                           options.cache_prefill_weights, options.decode_dots,

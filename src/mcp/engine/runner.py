@@ -21,7 +21,6 @@ from mcp.engine.kv.hybrid import HybridKVStorage, split_budget
 from mcp.engine.kv.manager import DROPPED_BLOCK
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.attention import PagedAttentionInputs, paged_attention_inputs
-from mcp.engine.layers.window import outgrows_window
 from mcp.engine.models import sliding_window_layers
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.models.llama_step import NativeDecodeStep
@@ -107,10 +106,7 @@ class ModelRunner:
         self.model = model
         self.storage = storage
         self.device = model.embed_tokens.device
-        # the native step has no sliding window yet: a windowed model whose context outgrows its
-        # window steps on the torch modules, which apply it (models/llama.py)
-        windowed = outgrows_window(model.arch, model.rotary.cos.shape[0])
-        self.native_step = NativeDecodeStep.for_model(model, storage) if native_step and not windowed else None
+        self.native_step = NativeDecodeStep.for_model(model, storage) if native_step else None
         self.decode_max_rows = decode_max_rows
 
     @torch.inference_mode()

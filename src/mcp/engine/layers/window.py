@@ -18,12 +18,6 @@ from mcp.engine.layers.attention import AttentionGroup, AttentionInputs, PagedAt
 from mcp.modelfile.spec import ArchitectureConfig
 
 
-def outgrows_window(arch: ArchitectureConfig, max_positions: int) -> bool:
-    """Whether a model of ``arch`` run with a context of ``max_positions`` has a sliding window
-    that a sequence can outgrow (a kernel without the window would then attend too far)."""
-    return arch.sliding_window is not None and max_positions > arch.sliding_window
-
-
 def windowed(inputs: AttentionInputs | PagedAttentionInputs, window: int) -> AttentionInputs | PagedAttentionInputs:
     """``inputs`` with every query's keys limited to the ``window`` positions ending at its own."""
     if isinstance(inputs, PagedAttentionInputs):

@@ -120,10 +120,11 @@ class LeanModel:
         for index in range(arch.num_layers):
             keys, values = _zeroed(kv_shape, kv_dtype), _zeroed(kv_shape, kv_dtype)
             rows.append(self._layer_row(weights, f"model.layers.{index}", keys, values))
-        self._layers = np.array(rows, dtype=np.int64)  # [L, 77], csrc/module.cpp read_layer
+        self._layers = np.array(rows, dtype=np.int64)  # [L, 82], csrc/module.cpp read_layer
         self._dims = np.array([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
                                arch.intermediate_size, num_blocks, BLOCK_SIZE, self.max_context, address(self._cos),
-                               address(self._sin), address(self._final_norm), int(kv_dtype == np.float16)],
+                               address(self._sin), address(self._final_norm), int(kv_dtype == np.float16),
+                               0, 0, 0, 0, 0, 0],  # 1 / sqrt(D), SiLU, no window (read_dims)
                               dtype=np.int64)
         self._eps = float(arch.rms_norm_eps)
         self._table = np.arange(num_blocks, dtype=np.int64)
@@ -153,7 +154,8 @@ class LeanModel:
         self._weight_arrays += [array for array in (input_norm, post_norm, bias) if array is not None]
         self._kv += [keys, values]
         return [address(input_norm), *table_fields(qkv), 0 if bias is None else address(bias), *table_fields(o),
-                address(post_norm), *table_fields(gate_up), *table_fields(down), address(keys), address(values)]
+                address(post_norm), *table_fields(gate_up), *table_fields(down), address(keys), address(values),
+                0, 0, 0, 0, 0]  # no q/k norms, no output norms, not windowed (read_layer)
 
     @property
     def weight_bytes(self) -> int:
@@ -273,7 +275,8 @@ class LeanModel:
             width = (first + len(chunk) - 1) // BLOCK_SIZE + 1  # blocks up to the chunk's last position
             tables = np.ascontiguousarray(np.broadcast_to(self._table[:width], (len(chunk), width)))
             self._cpu.decode_step(address(self._layers), arch.num_layers, address(self._dims), self._eps, address(x),
-                                  len(chunk), address(positions), address(tables), width, 0, self.num_threads)
+                                  len(chunk), address(positions), address(tables), width, 0, self.num_threads,
+                                  address(tables), width)
             hidden = x[-1:]
         return self._logits(hidden)
 

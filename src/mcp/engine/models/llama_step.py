@@ -15,7 +15,8 @@ Gemma 3 (``models/gemma3.py``) runs the same step with its differences as data: 
 norms before RoPE, norms of the attention's and the MLP's outputs, GELU for SiLU, its attention
 scale, and windowed layers with their own RoPE tables that see the last ``sliding_window``
 positions through the windowed pool's block tables (``kv/hybrid.py``), or through the one table
-of a single pool. Qwen3 (dense) is Llama with Gemma's q/k norms.
+of a single pool. Qwen3 (dense) is Llama with Gemma's q/k norms; a Llama-family model with a
+sliding window (Mistral) has every layer windowed, over its one pool.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from mcp.engine.kv.hybrid import HybridKVStorage
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.linear import LinearGroup, NativeLinear
 from mcp.engine.layers.mlp import SwiGLU
+from mcp.engine.models import sliding_window_layers
 from mcp.engine.models.gemma3 import Gemma3ForCausalLM
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.models.qwen3 import Qwen3ForCausalLM
@@ -51,8 +53,9 @@ class NativeDecodeStep:
         self.model, self.storage = model, storage  # keep every tensor the tables point into alive
         self.x_digits = _parts(model.layers[0].self_attn.o_proj)[0].x_digits
         self._biases: list[torch.Tensor] = []  # fused biases of stacked q/k/v parts, which the tables point into
-        self._layers = torch.tensor([_layer_row(layer, cache, self._biases)
-                                     for layer, cache in zip(model.layers, storage.layers)],
+        windowed = sliding_window_layers(model.arch)
+        self._layers = torch.tensor([_layer_row(layer, cache, self._biases, window)
+                                     for layer, cache, window in zip(model.layers, storage.layers, windowed)],
                                     dtype=torch.int64)  # [L, 82]
         self._dims = torch.tensor(_dims(model, storage), dtype=torch.int64)
         self._eps = float(model.arch.rms_norm_eps)
@@ -97,11 +100,12 @@ def _dims(model: LlamaForCausalLM | Gemma3ForCausalLM, storage: PagedKVStorage |
     dims = [arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.intermediate_size,
             pools[0].num_blocks, storage.block_size, rotary.cos.shape[0], rotary.cos.data_ptr(),
             rotary.sin_signed.data_ptr(), model.norm.weight.data_ptr(), int(storage.dtype == torch.float16)]
-    if isinstance(model, LlamaForCausalLM):
-        return dims + [0, 0, 0, 0, 0, 0]  # 1 / sqrt(D), SiLU, no window
+    window = arch.sliding_window or 0
+    if isinstance(model, LlamaForCausalLM):  # 1 / sqrt(D), SiLU; a window (Mistral's) on every layer
+        return dims + [0, 0, window, rotary.cos.data_ptr(), rotary.sin_signed.data_ptr(), pools[1].num_blocks]
     scale = torch.tensor([model.layers[0].self_attn.scale], dtype=torch.float32).view(torch.int32).item()
     local = model.local_rotary
-    return dims + [scale & 0xFFFFFFFF, 1, arch.sliding_window, local.cos.data_ptr(), local.sin_signed.data_ptr(),
+    return dims + [scale & 0xFFFFFFFF, 1, window, local.cos.data_ptr(), local.sin_signed.data_ptr(),
                    pools[1].num_blocks]
 
 
@@ -163,18 +167,18 @@ def _bias(parts: list[NativeLinear], keep: list[torch.Tensor]) -> int:
     return joined.data_ptr()
 
 
-def _layer_row(layer: torch.nn.Module, cache, keep: list[torch.Tensor]) -> list[int]:
+def _layer_row(layer: torch.nn.Module, cache, keep: list[torch.Tensor], windowed: bool) -> list[int]:
     """The decode step's table row for one layer (csrc/module.cpp, read_layer)."""
     attn, mlp = layer.self_attn, layer.mlp
     qkv = _parts(attn.qkv_proj)
     gemma = hasattr(layer, "pre_feedforward_layernorm")  # Gemma3DecoderLayer: four norms a layer
     before_mlp = layer.pre_feedforward_layernorm if gemma else layer.post_attention_layernorm
-    extra = [0, 0, 0, 0, 0]
+    extra = [0, 0, 0, 0, int(windowed)]
     if hasattr(attn, "q_norm"):  # QKNormAttention: Gemma 3, Qwen3
         extra[:2] = [_fp32(attn.q_norm.weight).data_ptr(), _fp32(attn.k_norm.weight).data_ptr()]
     if gemma:
-        extra[2:] = [_fp32(layer.post_attention_layernorm.weight).data_ptr(),
-                     _fp32(layer.post_feedforward_layernorm.weight).data_ptr(), int(layer.local)]
+        extra[2:4] = [_fp32(layer.post_attention_layernorm.weight).data_ptr(),
+                      _fp32(layer.post_feedforward_layernorm.weight).data_ptr()]
     return [_fp32(layer.input_layernorm.weight).data_ptr(), *_matrix_fields(qkv), _bias(qkv, keep),
             *_matrix_fields(_parts(attn.o_proj)), _fp32(before_mlp.weight).data_ptr(),
             *_matrix_fields(_parts(mlp.gate_up_proj)), *_matrix_fields(_parts(mlp.down_proj)),
