@@ -15,9 +15,9 @@ import gguf
 import numpy as np
 import pytest
 import torch
+from families import IDS, assert_loop_matches, assert_matches, compiled_engine, save_folder, tokenizer_files
 
 from mcp.compiler.compiler import compile_model
-from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
 from mcp.engine.kv.hybrid import HybridKVCacheManager
 from mcp.engine.loop import EngineLoop
@@ -26,8 +26,9 @@ from mcp.engine.scheduler.scheduler import SchedulerConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.modelfile.reader import open_model
 
-WINDOW, LAYERS, VOCAB = 16, 7, 49152
-IDS = [504, 3575, 282, 4649, 314, 28, 1073, 253, 1345, 30, 76, 355] * 6  # 72 tokens, past the window
+WINDOW, LAYERS, VOCAB = 16, 7, 49152  # IDS (families.py): 72 tokens, past the window
+
+__all__ = ["tokenizer_files"]  # a fixture
 
 
 def _hf_model(query_pre_attn_scalar: int):
@@ -52,34 +53,13 @@ def hf_model():
 
 
 @pytest.fixture(scope="module")
-def hf_folder(hf_model, smollm2_gguf, tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("gemma3-hf")
-    hf_model.save_pretrained(folder, safe_serialization=True)
-    AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name).save_pretrained(folder)
-    return folder
-
-
-def _engine(source, out) -> NativeEngine:
-    compile_model(source, out, precision="source")  # fp32 tensors as they are
-    with open_model(out, verify=True) as model_file:
-        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+def hf_folder(hf_model, tokenizer_files, tmp_path_factory):
+    return save_folder(hf_model, tokenizer_files, tmp_path_factory.mktemp("gemma3-hf"))
 
 
 @pytest.fixture(scope="module")
 def engine(hf_folder, tmp_path_factory) -> NativeEngine:
-    return _engine(hf_folder, tmp_path_factory.mktemp("gemma3-mcp") / "tiny.mcp")
-
-
-def _assert_matches(engine, hf_model, hf_greedy):
-    with torch.inference_mode():
-        theirs = hf_model(torch.tensor([IDS])).logits[0].float()
-    ours = contiguous_decoder(engine).score(IDS)
-    assert (ours - theirs).abs().max().item() < 1e-5
-    params = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
-    generated = [step.token_id for step in contiguous_decoder(engine).generate(IDS[:40], params)]
-    assert generated == hf_greedy(hf_model, IDS[:40], 16)
+    return compiled_engine(hf_folder, tmp_path_factory.mktemp("gemma3-mcp") / "tiny.mcp")
 
 
 def test_hf_folder_compiles_to_gemma3_with_its_window(engine, hf_folder, tmp_path):
@@ -96,29 +76,18 @@ def test_hf_folder_compiles_to_gemma3_with_its_window(engine, hf_folder, tmp_pat
 
 
 def test_hf_folder_matches_transformers(engine, hf_model, hf_greedy):
-    _assert_matches(engine, hf_model, hf_greedy)
+    assert_matches(engine, hf_model, hf_greedy)
 
 
 def test_gguf_matches_transformers(hf_greedy, tmp_path):
     hf_model = _hf_model(32)  # llama.cpp scales by head_dim ** -0.5 (but for the 27B)
     path = tmp_path / "tiny-gemma3.gguf"
     _write_gguf(hf_model, path)
-    _assert_matches(_engine(path, tmp_path / "tiny.mcp"), hf_model, hf_greedy)
+    assert_matches(compiled_engine(path, tmp_path / "tiny.mcp"), hf_model, hf_greedy)
 
 
 def test_engine_loop_batches_and_reuses_prefixes_with_transformers_tokens(engine, hf_model, hf_greedy):
-    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
-    prompts = [IDS[:40], IDS[5:23], IDS[:3], IDS[:40] + [77, 78, 79]]  # the last shares two blocks
-    loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=1 << 22, enable_prefix_caching=True))
-    try:
-        first = loop.submit(prompts[0], params)
-        assert [s.token_id for s in first] == hf_greedy(hf_model, prompts[0], 12)
-        handles = [loop.submit(ids, params) for ids in prompts[1:]]
-        assert [[s.token_id for s in h] for h in handles] == [hf_greedy(hf_model, ids, 12) for ids in prompts[1:]]
-        assert handles[-1].outcome.num_cached_tokens == 32
-        assert loop.stats().max_sequences_in_step >= 2
-    finally:
-        loop.close()
+    assert_loop_matches(engine, hf_model, hf_greedy)
 
 
 def test_engine_loop_keeps_the_local_layers_kv_within_the_window(engine, hf_model, hf_greedy):

@@ -10,12 +10,11 @@ torch modules do.
 
 from __future__ import annotations
 
-import shutil
-
 import gguf
 import numpy as np
 import pytest
 import torch
+from families import IDS, assert_loop_matches
 from gguf import GGMLQuantizationType
 
 from mcp.compiler.compiler import compile_model
@@ -28,7 +27,6 @@ from mcp.engine.sampler import SamplingParams
 from mcp.modelfile.reader import open_model
 
 VOCAB, WINDOW, HEADS, KV_HEADS = 49152, 16, 4, 2
-IDS = [504, 3575, 282, 4649, 314, 28, 1073, 253, 1345, 30, 76, 355] * 6  # 72 tokens
 PROMPTS = [IDS[:40], IDS[5:45], IDS[:17], IDS[:40] + [77, 78, 79]]  # the last shares two blocks with the first
 
 
@@ -76,18 +74,7 @@ def engine(hf_folder, tmp_path_factory) -> NativeEngine:
 
 
 def _assert_loop_matches(engine, hf_model, hf_greedy):
-    params = SamplingParams(max_tokens=20, temperature=0.0, ignore_eos=True)
-    loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=1 << 22, enable_prefix_caching=True))
-    try:
-        first = loop.submit(PROMPTS[0], params)
-        assert [s.token_id for s in first] == hf_greedy(hf_model, PROMPTS[0], 20)
-        handles = [loop.submit(ids, params) for ids in PROMPTS[1:]]
-        assert [[s.token_id for s in h] for h in handles] == [hf_greedy(hf_model, ids, 20) for ids in PROMPTS[1:]]
-        assert handles[-1].outcome.num_cached_tokens == 32
-        assert loop.stats().max_sequences_in_step >= 2
-        return loop.runner.native_step
-    finally:
-        loop.close()
+    return assert_loop_matches(engine, hf_model, hf_greedy, PROMPTS, num_tokens=20)
 
 
 def test_hf_folder_keeps_its_window_and_its_context(engine, hf_folder, tmp_path):

@@ -16,17 +16,17 @@ import gguf
 import numpy as np
 import pytest
 import torch
+from families import IDS, assert_loop_matches, save_folder, tokenizer_files
 
 from mcp.compiler.compiler import compile_model
 from mcp.engine.contiguous import contiguous_decoder
 from mcp.engine.engine import EngineOptions, NativeEngine
-from mcp.engine.loop import EngineLoop
-from mcp.engine.loop_config import LoopConfig
 from mcp.engine.sampler import SamplingParams
 from mcp.modelfile.reader import open_model
 
+__all__ = ["tokenizer_files"]  # a fixture
+
 VOCAB, HEAD_DIM, ORIGINAL, WINDOW = 49152, 16, 32, 24
-IDS = [504, 3575, 282, 4649, 314, 28, 1073, 253, 1345, 30, 76, 355] * 6  # 72 tokens
 GREEDY = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
 
 
@@ -59,26 +59,8 @@ def hf_model():
 
 
 @pytest.fixture(scope="module")
-def tokenizer_files(smollm2_gguf, tmp_path_factory):
-    from transformers import AutoTokenizer
-
-    folder = tmp_path_factory.mktemp("tokenizer")
-    AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name).save_pretrained(folder)
-    return folder
-
-
-def _hf_folder(hf_model, tokenizer_files, folder):
-    import shutil
-
-    hf_model.save_pretrained(folder, safe_serialization=True)
-    for item in tokenizer_files.iterdir():
-        shutil.copy(item, folder / item.name)
-    return folder
-
-
-@pytest.fixture(scope="module")
 def mcp_path(hf_model, tokenizer_files, tmp_path_factory):
-    folder = _hf_folder(hf_model, tokenizer_files, tmp_path_factory.mktemp("phi3-hf"))
+    folder = save_folder(hf_model, tokenizer_files, tmp_path_factory.mktemp("phi3-hf"))
     out = folder / "tiny.mcp"
     compile_model(folder, out, precision="source")  # the HF fp32 tensors as they are
     return out
@@ -140,7 +122,7 @@ def test_short_factors_match_transformers_within_the_original_context(mcp_path, 
 def test_phi4_mini_shape_matches_transformers(tokenizer_files, hf_greedy, tmp_path):
     """Partial rotary with plain RoPE and a tied head, as Phi-4-mini without its long context."""
     hf_model = _hf_model(longrope=False)
-    folder = _hf_folder(hf_model, tokenizer_files, tmp_path / "phi4-mini")
+    folder = save_folder(hf_model, tokenizer_files, tmp_path / "phi4-mini")
     compile_model(folder, tmp_path / "tiny.mcp", precision="source")
     engine = _engine(tmp_path / "tiny.mcp")
     assert engine.header.architecture.rope_scaling is None and engine.header.architecture.tie_word_embeddings
@@ -148,18 +130,7 @@ def test_phi4_mini_shape_matches_transformers(tokenizer_files, hf_greedy, tmp_pa
 
 
 def test_engine_loop_batches_and_reuses_prefixes_with_transformers_tokens(engine, hf_model, hf_greedy):
-    params = SamplingParams(max_tokens=12, temperature=0.0, ignore_eos=True)
-    prompts = [IDS[:40], IDS[5:45], IDS[:33], IDS[:40] + [77, 78, 79]]  # the last shares two blocks
-    loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=1 << 22, enable_prefix_caching=True))
-    try:
-        first = loop.submit(prompts[0], params)
-        assert [s.token_id for s in first] == hf_greedy(hf_model, prompts[0], 12)
-        handles = [loop.submit(ids, params) for ids in prompts[1:]]
-        assert [[s.token_id for s in h] for h in handles] == [hf_greedy(hf_model, ids, 12) for ids in prompts[1:]]
-        assert handles[-1].outcome.num_cached_tokens == 32
-        assert loop.stats().max_sequences_in_step >= 2
-    finally:
-        loop.close()
+    assert_loop_matches(engine, hf_model, hf_greedy, [IDS[:40], IDS[5:45], IDS[:33], IDS[:40] + [77, 78, 79]])
 
 
 def test_gguf_matches_transformers(hf_model, hf_greedy, tmp_path):

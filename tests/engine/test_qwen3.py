@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from qwen3_models import (TINY, assert_loop_matches, assert_matches, compiled_engine, perturbed, save_folder,
-                          tokenizer_files, write_gguf)
+from families import assert_loop_matches, assert_matches, compiled_engine, save_folder, tokenizer_files
+from qwen3_models import TINY, perturbed, write_gguf
 
 from mcp.compiler.compiler import compile_model
 from mcp.engine.engine import NativeEngine

@@ -15,8 +15,8 @@ import gguf
 import pytest
 import torch
 from gguf.quants import dequantize, quantize
-from qwen3_models import (IDS, TINY, assert_loop_matches, assert_matches, compiled_engine, perturbed, save_folder,
-                          tokenizer_files, write_gguf)
+from families import IDS, assert_loop_matches, assert_matches, compiled_engine, save_folder, tokenizer_files
+from qwen3_models import TINY, perturbed, write_gguf
 
 from mcp.compiler.compiler import compile_model
 from mcp.engine.engine import EngineOptions, NativeEngine

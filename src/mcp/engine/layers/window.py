@@ -15,7 +15,6 @@ import dataclasses
 import torch
 
 from mcp.engine.layers.attention import AttentionGroup, AttentionInputs, PagedAttentionInputs
-from mcp.modelfile.spec import ArchitectureConfig
 
 
 def windowed(inputs: AttentionInputs | PagedAttentionInputs, window: int) -> AttentionInputs | PagedAttentionInputs:

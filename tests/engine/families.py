@@ -1,0 +1,77 @@
+"""What the decoder family tests share (Gemma 3, Qwen3, Qwen3-MoE, Phi-3, Mistral): a tiny
+random transformers model saved as a Hugging Face folder with the SmolLM2 tokenizer, compiled with
+its fp32 tensors as they are, and checked against transformers' own forward pass and greedy tokens,
+directly and through the paged engine loop."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import torch
+
+from mcp.compiler.compiler import compile_model
+from mcp.engine.contiguous import contiguous_decoder
+from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.loop import EngineLoop
+from mcp.engine.loop_config import LoopConfig
+from mcp.engine.sampler import SamplingParams
+from mcp.modelfile.reader import open_model
+
+IDS = [504, 3575, 282, 4649, 314, 28, 1073, 253, 1345, 30, 76, 355] * 6  # 72 tokens
+LOOP_PROMPTS = [IDS[:40], IDS[5:23], IDS[:3], IDS[:40] + [77, 78, 79]]  # the last shares two blocks
+
+
+@pytest.fixture(scope="module")
+def tokenizer_files(smollm2_gguf, tmp_path_factory):
+    from transformers import AutoTokenizer
+
+    folder = tmp_path_factory.mktemp("tokenizer")
+    AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name).save_pretrained(folder)
+    return folder
+
+
+def save_folder(hf_model, tokenizer_files, folder):
+    """The model as a Hugging Face folder: safetensors, config.json and the SmolLM2 tokenizer."""
+    hf_model.save_pretrained(folder, safe_serialization=True)
+    for item in tokenizer_files.iterdir():
+        shutil.copy(item, folder / item.name)
+    return folder
+
+
+def compiled_engine(source, out) -> NativeEngine:
+    compile_model(source, out, precision="source")  # fp32 tensors as they are
+    with open_model(out, verify=True) as model_file:
+        return NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
+
+
+def assert_matches(engine, hf_model, hf_greedy, ids=IDS, tolerance=1e-5):
+    """Logits over ``ids`` within ``tolerance`` (max |diff|) of transformers', and its 16 greedy
+    tokens after the first 40 of them."""
+    with torch.inference_mode():
+        theirs = hf_model(torch.tensor([ids])).logits[0].float()
+    ours = contiguous_decoder(engine).score(ids)
+    assert theirs.abs().max() > 1e-2  # the random model says something
+    assert (ours - theirs).abs().max().item() < tolerance
+    params = SamplingParams(max_tokens=16, temperature=0.0, ignore_eos=True)
+    generated = [step.token_id for step in contiguous_decoder(engine).generate(ids[:40], params)]
+    assert generated == hf_greedy(hf_model, ids[:40], 16)
+
+
+def assert_loop_matches(engine, hf_model, hf_greedy, prompts=LOOP_PROMPTS, num_tokens: int = 12):
+    """The paged engine loop: the prompts decoding in one batch, the last reusing the first's
+    cached prefix (two blocks), each with transformers' greedy tokens. Returns the loop's native
+    step (None: it stepped on the torch modules)."""
+    params = SamplingParams(max_tokens=num_tokens, temperature=0.0, ignore_eos=True)
+    loop = EngineLoop(engine, LoopConfig(kv_cache_bytes=1 << 22, enable_prefix_caching=True))
+    try:
+        first = loop.submit(prompts[0], params)
+        assert [s.token_id for s in first] == hf_greedy(hf_model, prompts[0], num_tokens)
+        handles = [loop.submit(ids, params) for ids in prompts[1:]]
+        assert [[s.token_id for s in h] for h in handles] == [hf_greedy(hf_model, ids, num_tokens)
+                                                              for ids in prompts[1:]]
+        assert handles[-1].outcome.num_cached_tokens == 32
+        assert loop.stats().max_sequences_in_step >= 2
+        return loop.runner.native_step
+    finally:
+        loop.close()
