@@ -143,9 +143,10 @@ def test_gguf_matches_transformers(hf_model, hf_greedy, tmp_path):
     _assert_matches(_engine(tmp_path / "tiny.mcp"), hf_model, hf_greedy, IDS[:40])
 
 
-def write_phi3_gguf(hf_model, path) -> None:
+def write_phi3_gguf(hf_model, path, q8_0: bool = False) -> None:
     """The model as llama.cpp's converter (Phi3MiniModel) writes it: fused attn_qkv and ffn_up,
-    F32 tensors, LongRoPE factors as tensors, and a byte-less gpt2-style vocabulary."""
+    F32 tensors (``q8_0``: the matrices in Q8_0), LongRoPE factors as tensors, and a byte-less
+    gpt2-style vocabulary."""
     config = hf_model.config
     rotated = int(HEAD_DIM * 0.75)
     writer = gguf.GGUFWriter(path, "phi3")
@@ -167,7 +168,12 @@ def write_phi3_gguf(hf_model, path) -> None:
     for which in ("long", "short"):
         writer.add_tensor(f"rope_factors_{which}.weight", np.array(params[f"{which}_factor"], dtype=np.float32))
     for name, tensor in hf_model.state_dict().items():
-        writer.add_tensor(_gguf_name(name), np.ascontiguousarray(tensor.float().numpy()))
+        value = np.ascontiguousarray(tensor.float().numpy())
+        if q8_0 and value.ndim == 2:
+            kind = gguf.GGMLQuantizationType.Q8_0
+            writer.add_tensor(_gguf_name(name), gguf.quants.quantize(value, kind), raw_dtype=kind)
+        else:
+            writer.add_tensor(_gguf_name(name), value)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -223,3 +229,44 @@ def test_phi3_rope_configs_the_engine_cannot_run_are_refused(mcp_path, tmp_path,
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(getattr(errors, error), match=message):
         compile_model(folder, tmp_path / "changed.mcp")
+
+
+def test_native_step_matches_the_torch_modules(hf_model, tmp_path):
+    """A Q8_0 GGUF (every matrix on the native kernels, exact dots) of the LongRoPE model: partial
+    rotary, the LongRoPE tables and the window on every layer in the native step, against the
+    torch modules over chunked prefills and 16 batched decodes past the window (teacher-forced);
+    logits within fp32 summation-order differences."""
+    from mcp.engine.kv.manager import KVCacheManager
+    from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
+
+    write_phi3_gguf(hf_model, tmp_path / "tiny-q8_0.gguf", q8_0=True)
+    compile_model(tmp_path / "tiny-q8_0.gguf", tmp_path / "tiny.mcp")
+    with open_model(tmp_path / "tiny.mcp") as model_file:
+        engine = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
+    assert engine.plan.decode_step == "native", engine.precision
+    prompts = [IDS[:40], IDS[3:16], IDS[9:38]]
+    runs = []
+    for native in (True, False):
+        runner = ModelRunner(engine.model, allocate_storage(engine.model, 1 << 22, 16, torch.float32),
+                             native_step=native, decode_max_rows=16)
+        assert (runner.native_step is not None) == native
+        kv, tokens, logits = KVCacheManager(runner.storage.num_blocks, 16), [[] for _ in prompts], []
+        for row, prompt in enumerate(prompts):
+            kv.start(f"s{row}", prompt)
+            for start in range(0, len(prompt), 8):  # chunks of 8: the native step
+                assert kv.allocate(f"s{row}", start + len(prompt[start:start + 8]))
+                logits.append(runner.execute([StepChunk(prompt[start:start + 8], start, kv.block_table(f"s{row}"),
+                                                        True)]))
+            tokens[row] = list(prompt)
+        for step in range(16):
+            chunks = []
+            for row in range(len(prompts)):
+                assert kv.allocate(f"s{row}", len(tokens[row]) + 1)
+                chunks.append(StepChunk([IDS[(step + row) % len(IDS)]], len(tokens[row]), kv.block_table(f"s{row}"),
+                                        True))
+                tokens[row].append(IDS[(step + row) % len(IDS)])
+            logits.append(runner.execute(chunks))
+        runs.append(logits)
+    for ours, theirs in zip(*runs):
+        assert ours.shape == theirs.shape and (ours - theirs).abs().max().item() < 2e-3
+    assert max((a - b).abs().max().item() for a, b in zip(*runs)) > 0

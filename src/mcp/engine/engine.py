@@ -104,7 +104,7 @@ class NativeEngine:
         return WeightMemory(sum(tensors.values()), cache)
 
 
-NATIVE_STEP_FAMILIES = ("llama", "gemma3", "qwen3")  # the families models/llama_step.py runs; the others step on torch
+NATIVE_STEP_FAMILIES = ("llama", "gemma3", "qwen3", "phi3")  # the families models/llama_step.py runs; the others step on torch
 
 
 def _max_context(model_context: int, cap: int | None) -> int:

@@ -124,7 +124,7 @@ class LeanModel:
         self._dims = np.array([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
                                arch.intermediate_size, num_blocks, BLOCK_SIZE, self.max_context, address(self._cos),
                                address(self._sin), address(self._final_norm), int(kv_dtype == np.float16),
-                               0, 0, 0, 0, 0, 0],  # 1 / sqrt(D), SiLU, no window (read_dims)
+                               0, 0, 0, 0, 0, 0, 0],  # 1 / sqrt(D), SiLU, no window, whole-head RoPE
                               dtype=np.int64)
         self._eps = float(arch.rms_norm_eps)
         self._table = np.arange(num_blocks, dtype=np.int64)

@@ -16,7 +16,9 @@ norms before RoPE, norms of the attention's and the MLP's outputs, GELU for SiLU
 scale, and windowed layers with their own RoPE tables that see the last ``sliding_window``
 positions through the windowed pool's block tables (``kv/hybrid.py``), or through the one table
 of a single pool. Qwen3 (dense) is Llama with Gemma's q/k norms; a Llama-family model with a
-sliding window (Mistral) has every layer windowed, over its one pool.
+sliding window (Mistral, Phi-3) has every layer windowed, over its one pool; Phi-3's partial rotary
+turns the first ``rotary_dim`` dims of each head (the RoPE tables' width), its LongRoPE factors and
+attention factor are in the tables.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.models import sliding_window_layers
 from mcp.engine.models.gemma3 import Gemma3ForCausalLM
 from mcp.engine.models.llama import LlamaForCausalLM
+from mcp.engine.models.phi3 import Phi3ForCausalLM
 from mcp.engine.models.qwen3 import Qwen3ForCausalLM
 
 # Qwen3 dense only: a layer of experts is refused by ``unsupported``
-NATIVE_FAMILIES = (LlamaForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM)
+NATIVE_FAMILIES = (LlamaForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM)
 
 MAX_PARTS = 3  # a matrix stacked from parts of different kinds (csrc/decode.h, kMaxParts)
 MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
@@ -100,19 +103,20 @@ def _dims(model: LlamaForCausalLM | Gemma3ForCausalLM, storage: PagedKVStorage |
     dims = [arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.intermediate_size,
             pools[0].num_blocks, storage.block_size, rotary.cos.shape[0], rotary.cos.data_ptr(),
             rotary.sin_signed.data_ptr(), model.norm.weight.data_ptr(), int(storage.dtype == torch.float16)]
-    window = arch.sliding_window or 0
-    if isinstance(model, LlamaForCausalLM):  # 1 / sqrt(D), SiLU; a window (Mistral's) on every layer
-        return dims + [0, 0, window, rotary.cos.data_ptr(), rotary.sin_signed.data_ptr(), pools[1].num_blocks]
+    window, rotary_dim = arch.sliding_window or 0, rotary.cos.shape[1]  # tables [positions, rotary_dim]
+    if isinstance(model, LlamaForCausalLM):  # 1 / sqrt(D), SiLU; a window (Mistral's, Phi-3's) on every layer
+        return dims + [0, 0, window, rotary.cos.data_ptr(), rotary.sin_signed.data_ptr(), pools[1].num_blocks,
+                       rotary_dim]
     scale = torch.tensor([model.layers[0].self_attn.scale], dtype=torch.float32).view(torch.int32).item()
     local = model.local_rotary
     return dims + [scale & 0xFFFFFFFF, 1, window, local.cos.data_ptr(), local.sin_signed.data_ptr(),
-                   pools[1].num_blocks]
+                   pools[1].num_blocks, rotary_dim]
 
 
 def unsupported(model: torch.nn.Module, storage: PagedKVStorage | HybridKVStorage) -> str:
     """Why the native step cannot run ``model`` over ``storage``, or "" when it can."""
     if type(model) not in NATIVE_FAMILIES:
-        return f"the native step runs the Llama family, Gemma 3 and Qwen3, not {type(model).__name__}"
+        return f"the native step runs the Llama family, Gemma 3, Qwen3 and Phi-3, not {type(model).__name__}"
     if not kernels.available():
         return f"the native kernels are not built ({kernels.BUILD_ERROR})"
     if model.dtype != torch.float32 or storage.dtype not in (torch.float32, torch.float16):

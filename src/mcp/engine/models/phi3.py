@@ -14,7 +14,8 @@ Llama's layer (models/llama.py) with what Hugging Face's ``Phi3ForCausalLM`` doe
   whose whole prompt, already past it, runs in one forward;
 - a ``sliding_window`` where the config sets one (every layer), as Mistral's.
 
-Runs on the torch modules (the native decode step is the Llama family's only).
+Also runs the native decode step (models/llama_step.py): partial rotary as the RoPE tables'
+width, the LongRoPE factors and attention factor inside the tables, the window on every layer.
 """
 
 from __future__ import annotations

@@ -113,9 +113,10 @@ void rope_and_write(const ModelDims& d, const LayerRef& layer, const StepRows& r
     rms_norm(row, layer.q_norm, d.heads, D, d.eps, row);  // in place: each value read before it is written
     rms_norm(row + d.heads * D, layer.k_norm, d.kv_heads, D, d.eps, row + d.heads * D);
   }
-  const float* cos = (layer.windowed ? d.local_cos : d.cos) + p * D;
-  const float* sin_signed = (layer.windowed ? d.local_sin_signed : d.sin_signed) + p * D;
-  for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, cos, sin_signed, D);
+  const int64_t R = d.rotary_dim;  // the first R dims of each head turn, rotate-half among themselves
+  const float* cos = (layer.windowed ? d.local_cos : d.cos) + p * R;
+  const float* sin_signed = (layer.windowed ? d.local_sin_signed : d.sin_signed) + p * R;
+  for (int64_t h = 0; h < d.heads + d.kv_heads; ++h) rotate(row + h * D, cos, sin_signed, R);
   const int64_t block = table_of(layer, rows, m)[p / d.block_size];
   const int64_t slot = (block * d.block_size + p % d.block_size) * d.kv_heads * D, n = d.kv_heads * D;
   const float* k = row + d.heads * D;
@@ -359,9 +360,10 @@ std::string check_rows(const ModelDims& d, const StepRows& rows) {
 
 std::string check_step(const ModelDims& d, const LayerRef* layers, int64_t num_layers, const StepRows& rows) {
   if (d.heads < 1 || d.kv_heads < 1 || d.heads % d.kv_heads != 0 || d.head_dim % 2 != 0 || d.head_dim > 512 ||
-      d.block_size < 1 || num_layers < 1 || !(d.attn_scale > 0.0f) || d.window < 0)
+      d.block_size < 1 || num_layers < 1 || !(d.attn_scale > 0.0f) || d.window < 0 || d.rotary_dim < 2 ||
+      d.rotary_dim > d.head_dim || d.rotary_dim % 2 != 0)
     return "model dims: heads must be a multiple of kv heads, head_dim even and at most 512, a layer and a block, "
-           "a positive attention scale and a window >= 0";
+           "a positive attention scale, a window >= 0 and an even rotary_dim of 2..head_dim";
   const int64_t qkv = (d.heads + 2 * d.kv_heads) * d.head_dim;
   for (int64_t i = 0; i < num_layers; ++i) {
     const LayerRef& l = layers[i];

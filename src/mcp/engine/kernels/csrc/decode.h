@@ -57,6 +57,7 @@ struct ModelDims {
   const float* local_cos;  // [max_positions, D]: the windowed layers' RoPE tables
   const float* local_sin_signed;
   int64_t local_num_blocks;  // blocks of the windowed layers' pool (kv/hybrid.py)
+  int64_t rotary_dim;  // the first dims of a head RoPE turns (partial rotary: Phi-4-mini), the tables' width
 };
 
 struct StepRows {

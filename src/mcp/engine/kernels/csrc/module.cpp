@@ -122,7 +122,7 @@ PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 constexpr int kMatrixFields = 3 + 5 * mcp_kernels::kMaxParts;  // see read_matrix
 constexpr int kLayerFields = 10 + 4 * kMatrixFields;  // one row of the layer table (see read_layer)
-constexpr int kDimFields = 18;  // the dims vector (see read_dims)
+constexpr int kDimFields = 19;  // the dims vector (see read_dims)
 
 // parts, N, K, then per part (kMaxParts, unused ones 0): kind, codes, qparams, qparams_f16, rows
 mcp_kernels::MatrixRef read_matrix(const long long* f) {
@@ -150,14 +150,15 @@ mcp_kernels::LayerRef read_layer(const long long* f) {
 // dims: hidden, heads, kv_heads, head_dim, intermediate, num_blocks, block_size, max_positions,
 // cos, sin_signed, final_norm (pointers as integers), kv_f16 (1: a KV cache of halves, 0: floats),
 // attn_scale (a float's bits; 0: 1 / sqrt(head_dim)), gelu (1/0), window (0: none), local_cos,
-// local_sin_signed, local_num_blocks
+// local_sin_signed, local_num_blocks, rotary_dim (0: head_dim)
 mcp_kernels::ModelDims read_dims(const long long* f, double eps) {
   const float scale = f[12] == 0 ? 1.0f / std::sqrt(static_cast<float>(f[3]))
                                  : std::bit_cast<float>(static_cast<uint32_t>(f[12]));
   return {f[0], f[1], f[2], f[3], f[4], static_cast<float>(eps), f[5], f[6], f[7],
           reinterpret_cast<const float*>(f[8]), reinterpret_cast<const float*>(f[9]),
           reinterpret_cast<const float*>(f[10]), f[11] != 0, scale, f[13] != 0, f[14],
-          reinterpret_cast<const float*>(f[15]), reinterpret_cast<const float*>(f[16]), f[17]};
+          reinterpret_cast<const float*>(f[15]), reinterpret_cast<const float*>(f[16]), f[17],
+          f[18] == 0 ? f[3] : f[18]};
 }
 
 // decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, x_digits, num_threads,
