@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 
+import gguf
 import pytest
 import torch
 
@@ -29,6 +30,22 @@ def tokenizer_files(smollm2_gguf, tmp_path_factory):
     folder = tmp_path_factory.mktemp("tokenizer")
     AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name).save_pretrained(folder)
     return folder
+
+
+def add_tokenizer_of(writer: gguf.GGUFWriter, source: gguf.GGUFReader) -> None:
+    """Write ``source``'s tokenizer (SmolLM2's: its 49,152 tokens, merges and chat template) into
+    ``writer``, so that a tiny model of that vocabulary reads real text, as a user's file would."""
+    def value(key):
+        return source.fields[key].contents()
+
+    writer.add_tokenizer_model(value("tokenizer.ggml.model"))
+    writer.add_tokenizer_pre(value("tokenizer.ggml.pre"))
+    writer.add_token_list(value("tokenizer.ggml.tokens"))
+    writer.add_token_types(value("tokenizer.ggml.token_type"))
+    writer.add_token_merges(value("tokenizer.ggml.merges"))
+    writer.add_bos_token_id(value("tokenizer.ggml.bos_token_id"))
+    writer.add_eos_token_id(value("tokenizer.ggml.eos_token_id"))
+    writer.add_chat_template(value("tokenizer.chat_template"))
 
 
 def save_folder(hf_model, tokenizer_files, folder):

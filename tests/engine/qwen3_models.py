@@ -7,6 +7,7 @@ from __future__ import annotations
 import gguf
 import numpy as np
 import torch
+from families import add_tokenizer_of
 
 
 LAYERS, VOCAB = 3, 49152
@@ -34,10 +35,12 @@ _GLOBAL_NAMES = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.w
                  "lm_head.weight": "output.weight"}
 
 
-def write_gguf(hf_model, path, arch: str, tensor_type=gguf.GGMLQuantizationType.F32) -> None:
+def write_gguf(hf_model, path, arch: str, tensor_type=gguf.GGMLQuantizationType.F32,
+               tokenizer: gguf.GGUFReader | None = None) -> None:
     """The model as llama.cpp's converter writes a Qwen3 / Qwen3-MoE GGUF: Q/K rows as they are,
     experts stacked per projection [experts, rows, cols], a byte-level BPE vocabulary of VOCAB
-    tokens; matrices (not the router) in ``tensor_type``, vectors in F32."""
+    tokens (``tokenizer``: that file's, families.add_tokenizer_of); matrices (not the router) in
+    ``tensor_type``, vectors in F32."""
     config = hf_model.config
     writer = gguf.GGUFWriter(path, arch)
     for add, value in ((writer.add_block_count, config.num_hidden_layers), (writer.add_context_length, 256),
@@ -52,12 +55,15 @@ def write_gguf(hf_model, path, arch: str, tensor_type=gguf.GGMLQuantizationType.
         writer.add_expert_count(config.num_experts)
         writer.add_expert_used_count(config.num_experts_per_tok)
         writer.add_expert_feed_forward_length(config.moe_intermediate_size)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
-    writer.add_token_list([f"t{i}" for i in range(VOCAB)])
-    writer.add_token_types([int(gguf.TokenType.NORMAL)] * VOCAB)
-    writer.add_token_merges([])
-    writer.add_eos_token_id(2)
+    if tokenizer is not None:
+        add_tokenizer_of(writer, tokenizer)
+    else:
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre("qwen2")
+        writer.add_token_list([f"t{i}" for i in range(VOCAB)])
+        writer.add_token_types([int(gguf.TokenType.NORMAL)] * VOCAB)
+        writer.add_token_merges([])
+        writer.add_eos_token_id(2)
     for name, value in gguf_tensors(hf_model).items():
         quantized = tensor_type != gguf.GGMLQuantizationType.F32 and value.ndim >= 2 and "ffn_gate_inp" not in name
         if quantized:
