@@ -67,8 +67,9 @@ def _report(args, arch, loop: EngineLoop, held, outcome, seconds: float) -> None
     print(f"model: {args.model}: {len(windowed)} layers, {num_local} with a {arch.sliding_window}-token window, "
           f"{num_global} global; KV {storage.dtype}, blocks of {storage.block_size}")
     print(f"context: {args.tokens} prompt + {args.new} new tokens, one sequence through the engine loop")
-    print(f"most blocks held after a generated token: global pool {full_blocks} ({full_blocks * storage.block_size} positions), "
-          f"windowed pool {local_blocks} ({local_blocks * storage.block_size} positions)")
+    size = storage.block_size
+    print(f"most blocks held after a generated token: global pool {full_blocks} ({full_blocks * size} positions), "
+          f"windowed pool {local_blocks} ({local_blocks * size} positions)")
     print(f"KV held then: ours {ours / 2**20:.1f} MiB; every layer every position {every / 2**20:.1f} MiB; "
           f"ratio {ours / every:.3f}")
     print(f"per token of context: ours {ours / (args.tokens + args.new):,.0f} B, "

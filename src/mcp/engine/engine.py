@@ -104,7 +104,8 @@ class NativeEngine:
         return WeightMemory(sum(tensors.values()), cache)
 
 
-NATIVE_STEP_FAMILIES = ("llama", "gemma3", "qwen3", "phi3")  # the families models/llama_step.py runs; the others step on torch
+# the families models/llama_step.py runs (Qwen3-MoE's experts and BERT step on torch)
+NATIVE_STEP_FAMILIES = ("llama", "gemma3", "qwen3", "phi3")
 
 
 def _max_context(model_context: int, cap: int | None) -> int:

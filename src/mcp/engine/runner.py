@@ -131,7 +131,8 @@ class ModelRunner:
             hidden = self.model(ids, self.storage, inputs)
         return self.model.compute_logits(hidden[0, _sampled_tokens(chunks, order, self.device)])
 
-    def _inputs(self, starts: Sequence[int], lengths: Sequence[int], tables: Sequence[list[int]]) -> PagedAttentionInputs:
+    def _inputs(self, starts: Sequence[int], lengths: Sequence[int],
+                tables: Sequence[list[int]]) -> PagedAttentionInputs:
         """The attention layout of rows bringing ``lengths`` tokens from ``starts`` over one pool's ``tables``."""
         inputs = paged_attention_inputs(starts, lengths, [_readable(table) for table in tables],
                                         self.storage.block_size, self.device)
