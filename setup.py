@@ -16,7 +16,7 @@ setup(
             "mcp.engine.kernels._cpu",
             sources=[f"{KERNELS}/module.cpp", f"{KERNELS}/kernels.cpp", f"{KERNELS}/rows16.cpp",
                      f"{KERNELS}/decode.cpp"],
-            depends=[f"{KERNELS}/kernels.h", f"{KERNELS}/tiles.inc", f"{KERNELS}/blocks.inc", f"{KERNELS}/qdot.inc", f"{KERNELS}/vec.inc", f"{KERNELS}/rows16.inc", f"{KERNELS}/decode.h"],
+            depends=[f"{KERNELS}/kernels.h", f"{KERNELS}/tiles.inc", f"{KERNELS}/blocks.inc", f"{KERNELS}/qdot.inc", f"{KERNELS}/vec.inc", f"{KERNELS}/rows16.inc", f"{KERNELS}/decode.h", f"{KERNELS}/moe.inc"],
             # -fopenmp: libgomp.so.1, which resolves to torch's own copy when torch is loaded
             # first, so the kernels share torch's OpenMP threads (see kernels.cpp).
             # -falign-*: every loop and function on a 64-byte line, so that a change elsewhere

@@ -104,8 +104,8 @@ class NativeEngine:
         return WeightMemory(sum(tensors.values()), cache)
 
 
-# the families models/llama_step.py runs (Qwen3-MoE's experts and BERT step on torch)
-NATIVE_STEP_FAMILIES = ("llama", "gemma3", "qwen3", "phi3")
+# the families models/llama_step.py runs (BERT steps on torch)
+NATIVE_STEP_FAMILIES = ("llama", "gemma3", "qwen3", "qwen3_moe", "phi3")
 
 
 def _max_context(model_context: int, cap: int | None) -> int:

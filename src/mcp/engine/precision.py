@@ -199,7 +199,9 @@ def resolve(
         wanted = _requested(spec.name, file_plan, forced, overrides)
         plan[spec.name] = choose_kernels(spec, wanted, hardware, int_dots=decode_dots == "int8")
     activations = _activations(file_plan, forced, hardware)
-    all_native = bool(plan) and all(p.decode in NATIVE_KERNELS for p in plan.values())
+    # a router kept dense fp32 is read as it is by the native step (models/llama_step.py)
+    all_native = bool(plan) and all(p.decode in NATIVE_KERNELS or (is_router(name) and p.decode == "dense-fp32")
+                                    for name, p in plan.items())
     dots = _auto_dots(hardware) if decode_dots == "auto" else decode_dots
     step = "native" if native_step and all_native and activations == "fp32" else "torch"
     return ResolvedPlan(plan, activations, hardware.describe(), _decode_max_rows(plan, hardware, cache_prefill_weights),

@@ -120,11 +120,12 @@ class LeanModel:
         for index in range(arch.num_layers):
             keys, values = _zeroed(kv_shape, kv_dtype), _zeroed(kv_shape, kv_dtype)
             rows.append(self._layer_row(weights, f"model.layers.{index}", keys, values))
-        self._layers = np.array(rows, dtype=np.int64)  # [L, 82], csrc/module.cpp read_layer
+        self._layers = np.array(rows, dtype=np.int64)  # [L, 84], csrc/module.cpp read_layer
         self._dims = np.array([arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim,
                                arch.intermediate_size, num_blocks, BLOCK_SIZE, self.max_context, address(self._cos),
                                address(self._sin), address(self._final_norm), int(kv_dtype == np.float16),
-                               0, 0, 0, 0, 0, 0, 0],  # 1 / sqrt(D), SiLU, no window, whole-head RoPE
+                               0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],  # 1 / sqrt(D), SiLU, no window, whole-head
+                              # RoPE, no experts
                               dtype=np.int64)
         self._eps = float(arch.rms_norm_eps)
         self._table = np.arange(num_blocks, dtype=np.int64)
@@ -155,7 +156,7 @@ class LeanModel:
         self._kv += [keys, values]
         return [address(input_norm), *table_fields(qkv), 0 if bias is None else address(bias), *table_fields(o),
                 address(post_norm), *table_fields(gate_up), *table_fields(down), address(keys), address(values),
-                0, 0, 0, 0, 0]  # no q/k norms, no output norms, not windowed (read_layer)
+                0, 0, 0, 0, 0, 0, 0]  # no q/k norms, no output norms, not windowed, no experts (read_layer)
 
     @property
     def weight_bytes(self) -> int:

@@ -1,4 +1,4 @@
-"""A native step for the Llama family, Gemma 3 and Qwen3: every layer of a short step in one C++ call.
+"""A native step for the Llama family, Gemma 3 and Qwen3(-MoE): every layer of a short step in one C++ call.
 
 For a step whose rows each bring one token at its own position (one row per decoding
 sequence, one per token of a prefill chunk), ``NativeDecodeStep`` runs RMSNorm, the fused
@@ -18,7 +18,11 @@ positions through the windowed pool's block tables (``kv/hybrid.py``), or throug
 of a single pool. Qwen3 (dense) is Llama with Gemma's q/k norms; a Llama-family model with a
 sliding window (Mistral, Phi-3) has every layer windowed, over its one pool; Phi-3's partial rotary
 turns the first ``rotary_dim`` dims of each head (the RoPE tables' width), its LongRoPE factors and
-attention factor are in the tables.
+attention factor are in the tables. Qwen3-MoE's layers of experts (``SparseMoE``) run its router
+(fp32, as the plan keeps it), top-k softmax weights renormalised as ``norm_topk_prob`` says, and
+the chosen experts' SwiGLU on the native kernels, each chosen expert once over all the rows that
+chose it (csrc/moe.inc); its dense layers (``mlp_only_layers``, ``decoder_sparse_step``) run
+the dense MLP.
 """
 
 from __future__ import annotations
@@ -32,18 +36,21 @@ from mcp.engine.kernels import KIND_CODES, QuantMatrix
 from mcp.engine.kv.hybrid import HybridKVStorage
 from mcp.engine.kv.paged import PagedKVStorage
 from mcp.engine.layers.linear import LinearGroup, NativeLinear
+from mcp.engine.layers.linear import Linear
 from mcp.engine.layers.mlp import SwiGLU
+from mcp.engine.layers.moe import SparseMoE
 from mcp.engine.models import sliding_window_layers
 from mcp.engine.models.gemma3 import Gemma3ForCausalLM
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.models.phi3 import Phi3ForCausalLM
 from mcp.engine.models.qwen3 import Qwen3ForCausalLM
+from mcp.modelfile.spec import ArchitectureConfig
 
-# Qwen3 dense only: a layer of experts is refused by ``unsupported``
 NATIVE_FAMILIES = (LlamaForCausalLM, Gemma3ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM)
 
 MAX_PARTS = 3  # a matrix stacked from parts of different kinds (csrc/decode.h, kMaxParts)
 MAX_ROWS = 256  # what decode_step accepts; the runner sends at most the plan's decode rows
+MATRIX_FIELDS = 3 + 5 * MAX_PARTS  # a matrix's fields in the tables (_matrix_fields)
 
 
 class NativeDecodeStep:
@@ -55,11 +62,11 @@ class NativeDecodeStep:
             raise ValueError(f"the native decode step cannot run this model: {problem}")
         self.model, self.storage = model, storage  # keep every tensor the tables point into alive
         self.x_digits = _parts(model.layers[0].self_attn.o_proj)[0].x_digits
-        self._biases: list[torch.Tensor] = []  # fused biases of stacked q/k/v parts, which the tables point into
+        self._kept: list[torch.Tensor] = []  # what the tables point into: fused q/k/v biases, experts' tables
         windowed = sliding_window_layers(model.arch)
-        self._layers = torch.tensor([_layer_row(layer, cache, self._biases, window)
+        self._layers = torch.tensor([_layer_row(layer, cache, self._kept, window)
                                      for layer, cache, window in zip(model.layers, storage.layers, windowed)],
-                                    dtype=torch.int64)  # [L, 82]
+                                    dtype=torch.int64)  # [L, 84]
         self._dims = torch.tensor(_dims(model, storage), dtype=torch.int64)
         self._eps = float(model.arch.rms_norm_eps)
         self._hybrid = isinstance(storage, HybridKVStorage)
@@ -104,19 +111,21 @@ def _dims(model: LlamaForCausalLM | Gemma3ForCausalLM, storage: PagedKVStorage |
             pools[0].num_blocks, storage.block_size, rotary.cos.shape[0], rotary.cos.data_ptr(),
             rotary.sin_signed.data_ptr(), model.norm.weight.data_ptr(), int(storage.dtype == torch.float16)]
     window, rotary_dim = arch.sliding_window or 0, rotary.cos.shape[1]  # tables [positions, rotary_dim]
+    experts = [arch.num_experts, arch.num_experts_per_tok, arch.moe_intermediate_size, int(arch.norm_topk_prob)] \
+        if any(isinstance(layer.mlp, SparseMoE) for layer in model.layers) else [0, 0, 0, 0]
     if isinstance(model, LlamaForCausalLM):  # 1 / sqrt(D), SiLU; a window (Mistral's, Phi-3's) on every layer
         return dims + [0, 0, window, rotary.cos.data_ptr(), rotary.sin_signed.data_ptr(), pools[1].num_blocks,
-                       rotary_dim]
+                       rotary_dim, *experts]
     scale = torch.tensor([model.layers[0].self_attn.scale], dtype=torch.float32).view(torch.int32).item()
     local = model.local_rotary
     return dims + [scale & 0xFFFFFFFF, 1, window, local.cos.data_ptr(), local.sin_signed.data_ptr(),
-                   pools[1].num_blocks, rotary_dim]
+                   pools[1].num_blocks, rotary_dim, *experts]
 
 
 def unsupported(model: torch.nn.Module, storage: PagedKVStorage | HybridKVStorage) -> str:
     """Why the native step cannot run ``model`` over ``storage``, or "" when it can."""
     if type(model) not in NATIVE_FAMILIES:
-        return f"the native step runs the Llama family, Gemma 3, Qwen3 and Phi-3, not {type(model).__name__}"
+        return f"the native step runs the Llama family, Gemma 3, Qwen3(-MoE) and Phi-3, not {type(model).__name__}"
     if not kernels.available():
         return f"the native kernels are not built ({kernels.BUILD_ERROR})"
     if model.dtype != torch.float32 or storage.dtype not in (torch.float32, torch.float16):
@@ -125,19 +134,50 @@ def unsupported(model: torch.nn.Module, storage: PagedKVStorage | HybridKVStorag
     if model.embed_tokens.device.type != "cpu":
         return "the model is not on the CPU"
     for index, layer in enumerate(model.layers):
-        attn, mlp = layer.self_attn, layer.mlp
-        if not isinstance(mlp, SwiGLU):
-            return f"layer {index}'s MLP is a mixture of experts, which the native step does not run"
-        for name, module in (("qkv", attn.qkv_proj), ("o", attn.o_proj), ("gate_up", mlp.gate_up_proj),
-                             ("down", mlp.down_proj)):
-            parts = _parts(module)
-            if parts is None:
-                return f"layer {index} {name} does not run the native kernels"
-            if any(p.bias is not None for p in parts) and name != "qkv":
-                return f"layer {index} {name} has a bias"
-    dots = {p.x_digits for layer in model.layers for m in (layer.self_attn.qkv_proj, layer.mlp.down_proj)
-            for p in _parts(m)}
+        problem = _matrices_unsupported(f"layer {index}", [("qkv", layer.self_attn.qkv_proj),
+                                                           ("o", layer.self_attn.o_proj), *_mlp_matrices(layer.mlp)])
+        if problem:
+            return problem
+        if isinstance(layer.mlp, SparseMoE):
+            problem = _router_unsupported(index, layer.mlp, model.arch)
+            if problem:
+                return problem
+    dots = {p.x_digits for layer in model.layers for _, m in [("qkv", layer.self_attn.qkv_proj),
+                                                               *_mlp_matrices(layer.mlp)] for p in _parts(m)}
     return "" if len(dots) == 1 else "the layers mix dots of different activation digits"
+
+
+def _mlp_matrices(mlp: torch.nn.Module) -> list[tuple[str, torch.nn.Module]]:
+    """A dense MLP's gate_up and down, or every expert's."""
+    if isinstance(mlp, SparseMoE):
+        return [(f"expert {e} {name}", module) for e, expert in enumerate(mlp.experts)
+                for name, module in (("gate_up", expert.gate_up_proj), ("down", expert.down_proj))]
+    if isinstance(mlp, SwiGLU):
+        return [("gate_up", mlp.gate_up_proj), ("down", mlp.down_proj)]
+    return [(f"{type(mlp).__name__} MLP", mlp)]  # refused below: not a native matrix
+
+
+def _matrices_unsupported(where: str, matrices: list[tuple[str, torch.nn.Module]]) -> str:
+    for name, module in matrices:
+        parts = _parts(module)
+        if parts is None:
+            return f"{where} {name} does not run the native kernels"
+        if any(p.bias is not None for p in parts) and name != "qkv":
+            return f"{where} {name} has a bias"
+    return ""
+
+
+def _router_unsupported(index: int, moe: SparseMoE, arch: ArchitectureConfig) -> str:
+    """The step reads a router as fp32 [experts, hidden] and routes as the config says."""
+    router = moe.router
+    if not isinstance(router, Linear) or router.bias is not None or router.weight.dtype != torch.float32:
+        return f"layer {index}'s router is not a dense fp32 matrix without a bias"
+    if (len(moe.experts), moe.top_k, moe.normalize) != \
+            (arch.num_experts, arch.num_experts_per_tok, arch.norm_topk_prob):
+        return f"layer {index}'s experts are not the config's ({arch.num_experts}, {arch.num_experts_per_tok} a token)"
+    if moe.experts[0].down_proj.in_features != arch.moe_intermediate_size:
+        return f"layer {index}'s experts are not moe_intermediate_size wide"
+    return ""
 
 
 def _parts(module: torch.nn.Module) -> list[NativeLinear] | None:
@@ -183,10 +223,21 @@ def _layer_row(layer: torch.nn.Module, cache, keep: list[torch.Tensor], windowed
     if gemma:
         extra[2:4] = [_fp32(layer.post_attention_layernorm.weight).data_ptr(),
                       _fp32(layer.post_feedforward_layernorm.weight).data_ptr()]
+    sparse = isinstance(mlp, SparseMoE)  # its experts' table instead of gate_up and down
+    dense = [0] * 2 * MATRIX_FIELDS if sparse else [*_matrix_fields(_parts(mlp.gate_up_proj)),
+                                                    *_matrix_fields(_parts(mlp.down_proj))]
     return [_fp32(layer.input_layernorm.weight).data_ptr(), *_matrix_fields(qkv), _bias(qkv, keep),
-            *_matrix_fields(_parts(attn.o_proj)), _fp32(before_mlp.weight).data_ptr(),
-            *_matrix_fields(_parts(mlp.gate_up_proj)), *_matrix_fields(_parts(mlp.down_proj)),
-            cache.keys.data_ptr(), cache.values.data_ptr(), *extra]
+            *_matrix_fields(_parts(attn.o_proj)), _fp32(before_mlp.weight).data_ptr(), *dense,
+            cache.keys.data_ptr(), cache.values.data_ptr(), *extra, *(_experts_fields(mlp, keep) if sparse else [0, 0])]
+
+
+def _experts_fields(moe: SparseMoE, keep: list[torch.Tensor]) -> list[int]:
+    """router, then the experts' table [experts, 2 * MATRIX_FIELDS] (each expert's gate_up, then
+    its down; csrc/module.cpp, read_experts), kept in ``keep``."""
+    table = torch.tensor([[*_matrix_fields(_parts(e.gate_up_proj)), *_matrix_fields(_parts(e.down_proj))]
+                          for e in moe.experts], dtype=torch.int64)
+    keep.append(table)
+    return [_fp32(moe.router.weight).data_ptr(), table.data_ptr()]
 
 
 def _fp32(tensor: torch.Tensor) -> torch.Tensor:

@@ -1,11 +1,12 @@
-// One step of a Llama-family (or Gemma 3) decoder for a few rows, each one token at its own position (a
+// One step of a Llama-family (Gemma 3, Qwen3, Qwen3-MoE) decoder for a few rows, each one token at its own position (a
 // decoding sequence's next token, or one of a prefill chunk's, whose rows all write their keys
 // and values before any row of the layer attends):
 // per layer RMSNorm -> fused q/k/v -> RoPE -> KV write into the paged cache -> grouped-query
 // attention over each row's blocks -> o_proj + residual -> RMSNorm -> gate/up -> SwiGLU ->
 // down + residual; then the final RMSNorm. Gemma 3 adds per-head q/k norms before RoPE, norms of
 // the attention's and the MLP's outputs, GELU for SiLU, and windowed layers that see the last
-// `window` positions through their own pool's block tables. The same arithmetic as the torch modules
+// `window` positions through their own pool's block tables. Qwen3-MoE's layers of experts run
+// moe.inc in place of the dense MLP. The same arithmetic as the torch modules
 // (layers/*.py) in fp32, in another summation order; the matrices run the native kernels.
 
 #include "decode.h"
@@ -59,6 +60,7 @@ struct TaskList {
 // Scratch reused across steps: a step allocates nothing once the shapes were seen.
 struct Scratch {
   std::vector<float> normed, qkv, attn, gate_up, act, proj, scores, part_outs, part_stats;
+  std::vector<float> logits, pair_gate_up, pair_act, pair_out;  // layers of experts (moe.inc)
   TaskList global, windowed;
   void fit(const ModelDims& d, const StepRows& rows, int64_t max_len) {
     const int64_t M = rows.M;
@@ -75,6 +77,11 @@ struct Scratch {
     const size_t most = std::max(global.tasks.size(), windowed.tasks.size());
     part_outs.resize(most * group * d.head_dim);
     part_stats.resize(most * group * 2);
+    const int64_t pairs = M * d.top_k, I = d.expert_intermediate;  // (row, chosen expert) pairs
+    logits.resize(M * d.num_experts);
+    pair_gate_up.resize(pairs * 2 * I);
+    pair_act.resize(pairs * I);
+    pair_out.resize(pairs * d.hidden);
   }
 };
 
@@ -157,6 +164,11 @@ void attend(const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scr
 struct Team {
   int index, size;
   bool mine(int64_t item) const { return item % size == index; }
+  bool owns_any(int64_t first, int64_t count) const {  // of items first .. first + count - 1
+    for (int64_t item = first; item < first + std::min<int64_t>(count, size); ++item)
+      if (mine(item)) return true;
+    return false;
+  }
   void barrier() const {
     if (size > 1) {
 #pragma omp barrier
@@ -188,16 +200,17 @@ void matrix_rows(const MatmulArgs& prepared, const MatrixRef& w, int64_t n0, int
 
 // This thread's chunks of W's rows (kernels.h, row_chunks: one contiguous run per thread):
 // out[m, n] = x[m] . W[n] for every row m and each n of the chunk, then fn(n0, n1) on it.
+// Chunk c is the phase's item first_item + c (a layer of experts numbers its experts' chunks on).
 template <class Fn>
 void project(const Team& team, const MatrixRef& w, const float* x, int64_t M, float* out, int x_digits,
-             int64_t rows_shared, const Fn& fn) {
+             int64_t rows_shared, int64_t first_item, const Fn& fn) {
   const MatrixPart& first = w.part[0];
   const MatmulArgs args = prepare_matmul(
       MatmulArgs{first.kind, x, M, w.K, w.N, nullptr, first.codes, first.qparams, first.qparams_f16, out, false,
                  x_digits});
   const int64_t chunks = row_chunks(rows_shared, team.size);
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-    if (!team.mine(chunk)) continue;
+    if (!team.mine(first_item + chunk)) continue;
     const auto [n0, n1] = row_chunk(rows_shared, chunks, chunk);
     if (n0 < n1) fn(args, n0, n1);
   }
@@ -209,6 +222,11 @@ inline float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kBeta * (x + kKappa * x * x * x)));
 }
 
+// The gated activation of one gate and up value: SwiGLU, or Gemma's GeGLU
+inline float glu(const ModelDims& d, float gate, float up) {
+  return (d.gelu ? gelu_tanh(gate) : gate / (1.0f + std::exp(-gate))) * up;
+}
+
 // x += in . W^T (o or down), or with an output norm (Gemma 3) x += norm(in . W^T): without
 // one, each thread adds its own columns as it computes them; with one, a row's whole
 // projection is normalized first, so the rows are added after a barrier, a row per thread.
@@ -216,7 +234,7 @@ inline float gelu_tanh(float x) {
 void project_to_x(const Team& team, const ModelDims& d, const MatrixRef& w, const float* out_norm, const float* in,
                   const StepRows& rows, Scratch& s, int x_digits) {
   const int64_t M = rows.M, H = d.hidden;
-  project(team, w, in, M, s.proj.data(), x_digits, H, [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
+  project(team, w, in, M, s.proj.data(), x_digits, H, 0, [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
     matrix_rows(a, w, n0, n1);
     if (out_norm == nullptr)
       for (int64_t m = 0; m < M; ++m)
@@ -233,6 +251,8 @@ void project_to_x(const Team& team, const ModelDims& d, const MatrixRef& w, cons
   team.barrier();
 }
 
+#include "moe.inc"
+
 void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, const StepRows& rows, Scratch& s,
                int64_t max_len, int x_digits) {
   const int64_t M = rows.M, H = d.hidden, I = d.intermediate;
@@ -241,7 +261,7 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
   static thread_local std::vector<float> normed;
   normed.resize(M * H);
   rms_norm(rows.x, layer.input_norm, M, H, d.eps, normed.data());
-  project(team, layer.qkv, normed.data(), M, s.qkv.data(), x_digits, width,
+  project(team, layer.qkv, normed.data(), M, s.qkv.data(), x_digits, width, 0,
           [&](const MatmulArgs& a, int64_t n0, int64_t n1) {
             matrix_rows(a, layer.qkv, n0, n1);
             if (layer.qkv_bias != nullptr)
@@ -270,15 +290,15 @@ void run_layer(const Team& team, const ModelDims& d, const LayerRef& layer, cons
   }
   project_to_x(team, d, layer.o, layer.attn_out_norm, s.attn.data(), rows, s, x_digits);
   rms_norm(rows.x, layer.post_norm, M, H, d.eps, normed.data());
+  if (layer.experts.router != nullptr) return run_experts(team, d, layer, normed.data(), rows, s, x_digits);
   // gate rows [i0, i1) and their up rows [I + i0, I + i1) in one thread, SwiGLU on them there
-  project(team, layer.gate_up, normed.data(), M, s.gate_up.data(), x_digits, I,
+  project(team, layer.gate_up, normed.data(), M, s.gate_up.data(), x_digits, I, 0,
           [&](const MatmulArgs& a, int64_t i0, int64_t i1) {
             matrix_rows(a, layer.gate_up, i0, i1);
             matrix_rows(a, layer.gate_up, I + i0, I + i1);
             for (int64_t m = 0; m < M; ++m) {
               const float* gate = s.gate_up.data() + m * 2 * I;
-              for (int64_t i = i0; i < i1; ++i)
-                s.act[m * I + i] = (d.gelu ? gelu_tanh(gate[i]) : gate[i] / (1.0f + std::exp(-gate[i]))) * gate[I + i];
+              for (int64_t i = i0; i < i1; ++i) s.act[m * I + i] = glu(d, gate[i], gate[I + i]);
             }
           });
   team.barrier();
@@ -340,6 +360,24 @@ std::string check_table(const char* name, const int64_t* tables, int64_t width, 
   return "";
 }
 
+// A layer of experts: 1 <= top_k <= num_experts, each expert's gate_up and down of the experts'
+// width, no output norm (moe.inc adds the experts' sum as it is).
+std::string check_experts(const ModelDims& d, int64_t layer, const LayerRef& l) {
+  const std::string where = "layer " + std::to_string(layer);
+  if (d.num_experts < 1 || d.top_k < 1 || d.top_k > d.num_experts || d.expert_intermediate < 1 ||
+      l.experts.gate_up == nullptr || l.experts.down == nullptr || l.mlp_out_norm != nullptr)
+    return where + " has experts: the dims need 1 <= top_k <= num_experts and an expert_intermediate, the layer "
+                   "its experts' matrices and no MLP output norm";
+  for (int64_t e = 0; e < d.num_experts; ++e) {
+    const std::string name = "expert " + std::to_string(e);
+    for (const std::string& problem :
+         {check_matrix((name + " gate_up").c_str(), layer, l.experts.gate_up[e], 2 * d.expert_intermediate, d.hidden),
+          check_matrix((name + " down").c_str(), layer, l.experts.down[e], d.hidden, d.expert_intermediate)})
+      if (!problem.empty()) return problem;
+  }
+  return "";
+}
+
 std::string check_rows(const ModelDims& d, const StepRows& rows) {
   if (rows.M < 1 || rows.M > 256) return "a decode step takes 1 to 256 rows, got " + std::to_string(rows.M);
   for (int64_t m = 0; m < rows.M; ++m) {
@@ -369,8 +407,9 @@ std::string check_step(const ModelDims& d, const LayerRef* layers, int64_t num_l
     const LayerRef& l = layers[i];
     for (const std::string& problem :
          {check_matrix("qkv", i, l.qkv, qkv, d.hidden), check_matrix("o", i, l.o, d.hidden, d.heads * d.head_dim),
-          check_matrix("gate_up", i, l.gate_up, 2 * d.intermediate, d.hidden),
-          check_matrix("down", i, l.down, d.hidden, d.intermediate)})
+          l.experts.router != nullptr ? check_experts(d, i, l) : check_matrix("gate_up", i, l.gate_up,
+                                                                               2 * d.intermediate, d.hidden),
+          l.experts.router != nullptr ? "" : check_matrix("down", i, l.down, d.hidden, d.intermediate)})
       if (!problem.empty()) return problem;
     if (l.keys == nullptr || l.values == nullptr || l.input_norm == nullptr || l.post_norm == nullptr)
       return "layer " + std::to_string(i) + " lacks its norms or its KV cache";

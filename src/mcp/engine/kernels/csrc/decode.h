@@ -1,4 +1,4 @@
-// A whole decode step of a Llama-family or Gemma 3 decoder in one call: every layer over a paged KV cache.
+// A whole decode step of a Llama-family, Gemma 3 or Qwen3(-MoE) decoder in one call: every layer over a paged KV cache.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,16 @@ struct MatrixRef {
   MatrixPart part[kMaxParts];
 };
 
+// A layer of experts (Qwen3-MoE) in place of the dense MLP: router logits -> softmax -> the
+// ModelDims::top_k largest probabilities (divided by their sum when norm_topk) weight each
+// chosen expert's SwiGLU, gate_up [2 * expert_intermediate, hidden] and down [hidden,
+// expert_intermediate], into the residual stream.
+struct ExpertsRef {
+  const float* router;  // [num_experts, hidden] fp32; null: the layer's MLP is the dense one
+  const MatrixRef* gate_up;  // [num_experts]
+  const MatrixRef* down;  // [num_experts]
+};
+
 struct LayerRef {
   const float* input_norm;  // [hidden]
   MatrixRef qkv;  // [(H + 2 KVH) * D, hidden]: q rows, then k, then v
@@ -41,6 +51,7 @@ struct LayerRef {
   const float* attn_out_norm;  // [hidden]
   const float* mlp_out_norm;  // [hidden]
   bool windowed;  // sees the last ModelDims::window positions, through StepRows::local_tables
+  ExpertsRef experts;  // router null: gate_up and down are the MLP
 };
 
 struct ModelDims {
@@ -58,6 +69,8 @@ struct ModelDims {
   const float* local_sin_signed;
   int64_t local_num_blocks;  // blocks of the windowed layers' pool (kv/hybrid.py)
   int64_t rotary_dim;  // the first dims of a head RoPE turns (partial rotary: Phi-4-mini), the tables' width
+  int64_t num_experts, top_k, expert_intermediate;  // the layers of experts' (0: none)
+  bool norm_topk;  // the top_k weights divided by their sum (Qwen3-MoE's norm_topk_prob)
 };
 
 struct StepRows {

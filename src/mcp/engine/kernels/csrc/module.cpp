@@ -121,8 +121,8 @@ PyObject* py_quantize(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 constexpr int kMatrixFields = 3 + 5 * mcp_kernels::kMaxParts;  // see read_matrix
-constexpr int kLayerFields = 10 + 4 * kMatrixFields;  // one row of the layer table (see read_layer)
-constexpr int kDimFields = 19;  // the dims vector (see read_dims)
+constexpr int kLayerFields = 12 + 4 * kMatrixFields;  // one row of the layer table (see read_layer)
+constexpr int kDimFields = 23;  // the dims vector (see read_dims)
 
 // parts, N, K, then per part (kMaxParts, unused ones 0): kind, codes, qparams, qparams_f16, rows
 mcp_kernels::MatrixRef read_matrix(const long long* f) {
@@ -136,7 +136,8 @@ mcp_kernels::MatrixRef read_matrix(const long long* f) {
 }
 
 // A row of the int64 layer table: input_norm, qkv (kMatrixFields), qkv_bias, o, post_norm,
-// gate_up, down, keys, values, q_norm, k_norm, attn_out_norm, mlp_out_norm, windowed (1/0);
+// gate_up, down, keys, values, q_norm, k_norm, attn_out_norm, mlp_out_norm, windowed (1/0),
+// router, experts (a layer of experts: see read_experts; gate_up and down unused);
 // pointers as integers, 0 for none.
 mcp_kernels::LayerRef read_layer(const long long* f) {
   constexpr int M = kMatrixFields;
@@ -144,13 +145,27 @@ mcp_kernels::LayerRef read_layer(const long long* f) {
   const long long* g = f + 5 + 4 * M;  // the Gemma 3 fields
   return {floats(f[0]), read_matrix(f + 1), floats(f[1 + M]), read_matrix(f + 2 + M), floats(f[2 + 2 * M]),
           read_matrix(f + 3 + 2 * M), read_matrix(f + 3 + 3 * M), reinterpret_cast<void*>(f[3 + 4 * M]),
-          reinterpret_cast<void*>(f[4 + 4 * M]), floats(g[0]), floats(g[1]), floats(g[2]), floats(g[3]), g[4] != 0};
+          reinterpret_cast<void*>(f[4 + 4 * M]), floats(g[0]), floats(g[1]), floats(g[2]), floats(g[3]), g[4] != 0,
+          {floats(g[5]), nullptr, nullptr}};
+}
+
+// A layer of experts' matrices, from the table its row's last field points to: [num_experts,
+// 2 * kMatrixFields], each expert's gate_up then its down (read_matrix); gate_up [0, E), down [E, 2 E).
+std::vector<mcp_kernels::MatrixRef> read_experts(const long long* row, int64_t num_experts) {
+  const long long* table = reinterpret_cast<const long long*>(row[kLayerFields - 1]);
+  std::vector<mcp_kernels::MatrixRef> matrices(2 * num_experts);
+  for (int64_t e = 0; e < num_experts; ++e) {
+    matrices[e] = read_matrix(table + 2 * e * kMatrixFields);
+    matrices[num_experts + e] = read_matrix(table + (2 * e + 1) * kMatrixFields);
+  }
+  return matrices;
 }
 
 // dims: hidden, heads, kv_heads, head_dim, intermediate, num_blocks, block_size, max_positions,
 // cos, sin_signed, final_norm (pointers as integers), kv_f16 (1: a KV cache of halves, 0: floats),
 // attn_scale (a float's bits; 0: 1 / sqrt(head_dim)), gelu (1/0), window (0: none), local_cos,
-// local_sin_signed, local_num_blocks, rotary_dim (0: head_dim)
+// local_sin_signed, local_num_blocks, rotary_dim (0: head_dim), num_experts, top_k,
+// expert_intermediate, norm_topk (1/0; the four 0 without layers of experts)
 mcp_kernels::ModelDims read_dims(const long long* f, double eps) {
   const float scale = f[12] == 0 ? 1.0f / std::sqrt(static_cast<float>(f[3]))
                                  : std::bit_cast<float>(static_cast<uint32_t>(f[12]));
@@ -158,7 +173,7 @@ mcp_kernels::ModelDims read_dims(const long long* f, double eps) {
           reinterpret_cast<const float*>(f[8]), reinterpret_cast<const float*>(f[9]),
           reinterpret_cast<const float*>(f[10]), f[11] != 0, scale, f[13] != 0, f[14],
           reinterpret_cast<const float*>(f[15]), reinterpret_cast<const float*>(f[16]), f[17],
-          f[18] == 0 ? f[3] : f[18]};
+          f[18] == 0 ? f[3] : f[18], f[19], f[20], f[21], f[22] != 0};
 }
 
 // decode_step(layer_table, num_layers, dims, eps, x, M, positions, tables, max_blocks, x_digits, num_threads,
@@ -182,9 +197,22 @@ PyObject* py_decode_step(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return nullptr;
   }
   const long long* table = reinterpret_cast<const long long*>(v[0]);
-  std::vector<mcp_kernels::LayerRef> layers;
-  for (long long i = 0; i < v[1]; ++i) layers.push_back(read_layer(table + i * kLayerFields));
   const mcp_kernels::ModelDims dims = read_dims(reinterpret_cast<const long long*>(v[2]), eps);
+  std::vector<mcp_kernels::LayerRef> layers;
+  std::vector<std::vector<mcp_kernels::MatrixRef>> experts(v[1]);  // what the layers of experts point into
+  for (long long i = 0; i < v[1]; ++i) {
+    const long long* row = table + i * kLayerFields;
+    layers.push_back(read_layer(row));
+    if (layers[i].experts.router == nullptr) continue;
+    if (dims.num_experts < 1 || dims.num_experts > 65536 || row[kLayerFields - 1] == 0) {
+      PyErr_Format(PyExc_ValueError, "layer %lld has a router: it needs its experts' table and 1..65536 experts",
+                   i);
+      return nullptr;
+    }
+    experts[i] = read_experts(row, dims.num_experts);
+    layers[i].experts.gate_up = experts[i].data();
+    layers[i].experts.down = experts[i].data() + dims.num_experts;
+  }
   const mcp_kernels::StepRows rows{v[5], reinterpret_cast<float*>(v[4]), reinterpret_cast<const int64_t*>(v[6]),
                                    reinterpret_cast<const int64_t*>(v[7]), v[8],
                                    reinterpret_cast<const int64_t*>(v[11]), v[12]};
@@ -263,7 +291,7 @@ PyMethodDef methods[] = {
     {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_quantize)), METH_FASTCALL,
      "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
     {"decode_step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_decode_step)), METH_FASTCALL,
-     "one decode step of a Llama decoder over a paged KV cache (raw pointers; see mcp.engine.models.llama_step)"},
+     "one decode step of a Llama-family decoder (Gemma 3, Qwen3, Qwen3-MoE) over a paged KV cache (raw pointers; see mcp.engine.models.llama_step)"},
     {"attend_group", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_attend_group)), METH_FASTCALL,
      "grouped-query attention of one row over a paged KV cache (raw pointers; see mcp.engine.kernels)"},
     {"to_halves", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_to_halves)), METH_FASTCALL,
