@@ -75,6 +75,37 @@ def assert_matches(engine, hf_model, hf_greedy, ids=IDS, tolerance=1e-5):
     assert generated == hf_greedy(hf_model, ids[:40], 16)
 
 
+def assert_native_step_matches_torch(engine, prompts, num_decodes: int = 16, tolerance: float = 2e-3) -> None:
+    """The native decode step against the torch modules on ``engine``'s model, teacher-forced:
+    each prompt's prefill in one call (on the native step where it fits 16 rows), then
+    ``num_decodes`` steps decoding every sequence in one batch; logits within ``tolerance`` (fp32
+    summation-order differences), and not all equal (the native step did run)."""
+    from mcp.engine.kv.manager import KVCacheManager
+    from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
+
+    runs = []
+    for native in (True, False):
+        runner = ModelRunner(engine.model, allocate_storage(engine.model, 1 << 22, 16, torch.float32),
+                             native_step=native, decode_max_rows=16)
+        assert (runner.native_step is not None) == native
+        kv, tokens, logits = KVCacheManager(runner.storage.num_blocks, 16), [[] for _ in prompts], []
+        for step in range(-1, num_decodes):
+            chunks = []
+            for row, prompt in enumerate(prompts):
+                ids = prompt if step < 0 else [(7 * step + row) % 200 + 3]
+                if step < 0:
+                    kv.start(f"s{row}", prompt)
+                assert kv.allocate(f"s{row}", len(tokens[row]) + len(ids))
+                chunks.append(StepChunk(ids, len(tokens[row]), kv.block_table(f"s{row}"), True))
+                tokens[row] = tokens[row] + ids
+            for chunk in (chunks if step < 0 else [chunks]):  # prompts one by one, decodes together
+                logits.append(runner.execute(chunk if step >= 0 else [chunk]))
+        runs.append(logits)
+    for ours, theirs in zip(*runs):
+        assert ours.shape == theirs.shape and (ours - theirs).abs().max().item() < tolerance
+    assert max((a - b).abs().max().item() for a, b in zip(*runs)) > 0
+
+
 def assert_loop_matches(engine, hf_model, hf_greedy, prompts=LOOP_PROMPTS, num_tokens: int = 12):
     """The paged engine loop: the prompts decoding in one batch, the last reusing the first's
     cached prefix (two blocks), each with transformers' greedy tokens. Returns the loop's native

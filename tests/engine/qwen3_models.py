@@ -55,6 +55,8 @@ def write_gguf(hf_model, path, arch: str, tensor_type=gguf.GGMLQuantizationType.
         writer.add_expert_count(config.num_experts)
         writer.add_expert_used_count(config.num_experts_per_tok)
         writer.add_expert_feed_forward_length(config.moe_intermediate_size)
+        if not config.norm_topk_prob:  # llama.cpp renormalises unless told not to
+            writer.add_expert_weights_norm(False)
     if tokenizer is not None:
         add_tokenizer_of(writer, tokenizer)
     else:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from families import assert_loop_matches, assert_matches, compiled_engine, save_folder, tokenizer_files
+from families import (assert_loop_matches, assert_matches, assert_native_step_matches_torch, compiled_engine,
+                      save_folder, tokenizer_files)
 from qwen3_models import TINY, perturbed, write_gguf
 
 from mcp.compiler.compiler import compile_model
@@ -72,8 +73,6 @@ def test_native_step_matches_the_torch_modules(tmp_path):
     import gguf
 
     from mcp.engine.engine import EngineOptions
-    from mcp.engine.kv.manager import KVCacheManager
-    from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
     from mcp.modelfile.reader import open_model
 
     path = tmp_path / "tiny-q8_0.gguf"
@@ -82,28 +81,7 @@ def test_native_step_matches_the_torch_modules(tmp_path):
     with open_model(tmp_path / "tiny.mcp") as model_file:
         engine = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
     assert engine.plan.decode_step == "native", engine.precision
-    prompts = [list(range(5, 45)), list(range(60, 73)), list(range(100, 129))]
-    runs = []
-    for native in (True, False):
-        runner = ModelRunner(engine.model, allocate_storage(engine.model, 1 << 22, 16, torch.float32),
-                             native_step=native, decode_max_rows=16)
-        assert (runner.native_step is not None) == native
-        kv, tokens, logits = KVCacheManager(runner.storage.num_blocks, 16), [[] for _ in prompts], []
-        for step in range(-1, 16):
-            chunks = []
-            for row, prompt in enumerate(prompts):
-                ids = prompt if step < 0 else [(7 * step + row) % 200 + 3]
-                if step < 0:
-                    kv.start(f"s{row}", prompt)
-                assert kv.allocate(f"s{row}", len(tokens[row]) + len(ids))
-                chunks.append(StepChunk(ids, len(tokens[row]), kv.block_table(f"s{row}"), True))
-                tokens[row] = tokens[row] + ids
-            for chunk in (chunks if step < 0 else [chunks]):  # prompts one by one (torch), decodes together
-                logits.append(runner.execute(chunk if step >= 0 else [chunk]))
-        runs.append(logits)
-    for ours, theirs in zip(*runs):
-        assert ours.shape == theirs.shape and (ours - theirs).abs().max().item() < 2e-3
-    assert max((a - b).abs().max().item() for a, b in zip(*runs)) > 0
+    assert_native_step_matches_torch(engine, [list(range(5, 45)), list(range(60, 73)), list(range(100, 129))])
 
 
 @pytest.mark.parametrize("change, message", [

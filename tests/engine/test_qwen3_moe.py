@@ -6,7 +6,9 @@ Eight experts, two a token. The folder's model has a dense layer among the spars
 (``mlp_only_layers``) and top-k weights left unnormalised; the GGUF's is sparse throughout and
 renormalised, as llama.cpp runs "qwen3moe". The paged engine loop (batched decode, prefix
 caching) must give each sequence transformers' greedy tokens; with Q8_0 experts the experts run
-the native kernels. A step runs each chosen expert once, over all of its tokens.
+the native kernels, and the whole step the native decode step (csrc/moe.inc), checked against the
+torch modules and, through the engine loop, against transformers. A step runs each chosen expert
+once, over all of its tokens.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import gguf
 import pytest
 import torch
 from gguf.quants import dequantize, quantize
-from families import IDS, assert_loop_matches, assert_matches, compiled_engine, save_folder, tokenizer_files
+from families import (IDS, assert_loop_matches, assert_matches, assert_native_step_matches_torch, compiled_engine,
+                      save_folder, tokenizer_files)
 from qwen3_models import TINY, perturbed, write_gguf
 
 from mcp.compiler.compiler import compile_model
@@ -114,6 +117,41 @@ def as_stored(hf_model) -> None:
             if param.ndim >= 2 and not name.endswith("mlp.gate.weight"):
                 values = dequantize(quantize(param.numpy(), Q8_0), Q8_0).reshape(param.shape)
                 param.copy_(torch.from_numpy(values))
+
+
+def _q8_0_engine(hf_model, tmp_path) -> NativeEngine:
+    """``hf_model`` as a Q8_0 qwen3moe GGUF (the router F32), compiled as auto does, with exact dots."""
+    write_gguf(hf_model, tmp_path / "q8.gguf", "qwen3moe", Q8_0)
+    compile_model(tmp_path / "q8.gguf", tmp_path / "q8.mcp")
+    with open_model(tmp_path / "q8.mcp", verify=True) as model_file:
+        return NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
+
+
+@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built")
+@pytest.mark.parametrize("moe, mlps", [
+    ({"norm_topk_prob": True, "mlp_only_layers": [1]}, [SparseMoE, SwiGLU, SparseMoE]),
+    ({"norm_topk_prob": False}, [SparseMoE] * 3),
+], ids=["renormalised-with-a-dense-layer", "softmax-weights-as-they-are"])
+def test_native_step_matches_the_torch_modules(moe, mlps, tmp_path):
+    """A Q8_0 GGUF (experts on the native kernels, exact dots, the router F32): the native step's
+    router, top-k and weights as the file says, and a dense layer among the sparse ones, against
+    the torch modules over three prefills (the 13-token one on the native step: up to 13 rows an
+    expert) and 16 batched decodes, teacher-forced; logits within fp32 summation-order differences."""
+    engine = _q8_0_engine(_hf_model(**moe), tmp_path)
+    assert engine.header.architecture.norm_topk_prob == moe["norm_topk_prob"]
+    assert [type(layer.mlp) for layer in engine.model.layers] == mlps
+    assert engine.plan.decode_step == "native", engine.precision
+    assert_native_step_matches_torch(engine, [list(range(5, 45)), list(range(60, 73)), list(range(100, 129))])
+
+
+@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built")
+def test_engine_loop_on_the_native_step_gives_transformers_tokens(hf_greedy, tmp_path):
+    """Batched decode of several sequences (one reusing another's prefix) through the engine loop,
+    every short step on the native step, gives transformers' greedy tokens on the Q8_0 values."""
+    hf_model = _hf_model(norm_topk_prob=True, mlp_only_layers=[1])
+    engine = _q8_0_engine(hf_model, tmp_path)
+    as_stored(hf_model)
+    assert assert_loop_matches(engine, hf_model, hf_greedy) is not None  # the loop's runner ran the native step
 
 
 def test_a_step_runs_each_chosen_expert_once_over_its_tokens(engine):
