@@ -230,9 +230,11 @@ def _resolved_plan(header) -> str:
     """The kernels this machine would run, per tensor group (nothing is loaded)."""
     import torch
 
+    from mcp.engine.engine import NATIVE_STEP_FAMILIES
     from mcp.engine.precision import Hardware, resolve
 
-    plan = resolve(header.tensors, header.precision_plan, Hardware.detect(torch.device("cpu")))
+    plan = resolve(header.tensors, header.precision_plan, Hardware.detect(torch.device("cpu")),
+                   native_step=header.architecture.architecture in NATIVE_STEP_FAMILIES)
     return "\n".join(["", "kernels on this machine (cpu)", *("  " + line for line in plan.describe())])
 
 
