@@ -7,9 +7,10 @@ Qwen3MoeForCausalLM compute it: queries and keys are RMS-normalised per head bef
 MLP by a router over ``num_experts`` SwiGLU experts, ``num_experts_per_tok`` a token
 (``SparseMoE``). Everything else (embedding, RoPE, norms, head, caches) is Llama's.
 
-Dense Qwen3 also runs the native decode step (models/llama_step.py: Llama's step with the q/k
-norms); Qwen3-MoE runs the torch modules, whose matrices, the experts' included, use the native
-kernels where the plan says.
+Both also run the native decode step (models/llama_step.py: Llama's step with the q/k norms, and
+Qwen3-MoE's layers of experts in csrc/moe.inc) where every matrix is on the native kernels and the
+routers dense fp32; otherwise the torch modules, whose matrices, the experts' included, use the
+native kernels where the plan says.
 """
 
 from __future__ import annotations
