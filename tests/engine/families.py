@@ -75,35 +75,48 @@ def assert_matches(engine, hf_model, hf_greedy, ids=IDS, tolerance=1e-5):
     assert generated == hf_greedy(hf_model, ids[:40], 16)
 
 
-def assert_native_step_matches_torch(engine, prompts, num_decodes: int = 16, tolerance: float = 2e-3) -> None:
+def assert_native_step_matches_torch(engine, prompts, num_decodes: int = 16, prefill_chunk: int | None = None,
+                                     decode_id=lambda step, row: (7 * step + row) % 200 + 3,
+                                     tolerance: float = 2e-3) -> None:
     """The native decode step against the torch modules on ``engine``'s model, teacher-forced:
-    each prompt's prefill in one call (on the native step where it fits 16 rows), then
-    ``num_decodes`` steps decoding every sequence in one batch; logits within ``tolerance`` (fp32
+    each prompt's prefill in one call, or in calls of ``prefill_chunk`` tokens (on the native step
+    where a call fits 16 rows), then ``num_decodes`` steps decoding every sequence in one batch
+    (row ``row`` of step ``step`` takes ``decode_id(step, row)``); logits within ``tolerance`` (fp32
     summation-order differences), and not all equal (the native step did run)."""
-    from mcp.engine.kv.manager import KVCacheManager
-    from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
+    from mcp.engine.runner import ModelRunner, allocate_storage
 
     runs = []
     for native in (True, False):
         runner = ModelRunner(engine.model, allocate_storage(engine.model, 1 << 22, 16, torch.float32),
                              native_step=native, decode_max_rows=16)
         assert (runner.native_step is not None) == native
-        kv, tokens, logits = KVCacheManager(runner.storage.num_blocks, 16), [[] for _ in prompts], []
-        for step in range(-1, num_decodes):
-            chunks = []
-            for row, prompt in enumerate(prompts):
-                ids = prompt if step < 0 else [(7 * step + row) % 200 + 3]
-                if step < 0:
-                    kv.start(f"s{row}", prompt)
-                assert kv.allocate(f"s{row}", len(tokens[row]) + len(ids))
-                chunks.append(StepChunk(ids, len(tokens[row]), kv.block_table(f"s{row}"), True))
-                tokens[row] = tokens[row] + ids
-            for chunk in (chunks if step < 0 else [chunks]):  # prompts one by one, decodes together
-                logits.append(runner.execute(chunk if step >= 0 else [chunk]))
-        runs.append(logits)
+        runs.append(_teacher_forced_logits(runner, prompts, num_decodes, prefill_chunk, decode_id))
     for ours, theirs in zip(*runs):
         assert ours.shape == theirs.shape and (ours - theirs).abs().max().item() < tolerance
     assert max((a - b).abs().max().item() for a, b in zip(*runs)) > 0
+
+
+def _teacher_forced_logits(runner, prompts, num_decodes, prefill_chunk, decode_id) -> list[torch.Tensor]:
+    from mcp.engine.kv.manager import KVCacheManager
+    from mcp.engine.runner import StepChunk
+
+    kv, logits = KVCacheManager(runner.storage.num_blocks, 16), []
+    for row, prompt in enumerate(prompts):  # prompts one by one
+        kv.start(f"s{row}", prompt)
+        size = prefill_chunk or len(prompt)
+        for start in range(0, len(prompt), size):
+            assert kv.allocate(f"s{row}", start + len(prompt[start:start + size]))
+            logits.append(runner.execute([StepChunk(prompt[start:start + size], start, kv.block_table(f"s{row}"),
+                                                    True)]))
+    lengths = [len(prompt) for prompt in prompts]
+    for step in range(num_decodes):  # decodes together
+        chunks = []
+        for row in range(len(prompts)):
+            assert kv.allocate(f"s{row}", lengths[row] + 1)
+            chunks.append(StepChunk([decode_id(step, row)], lengths[row], kv.block_table(f"s{row}"), True))
+            lengths[row] += 1
+        logits.append(runner.execute(chunks))
+    return logits
 
 
 def assert_loop_matches(engine, hf_model, hf_greedy, prompts=LOOP_PROMPTS, num_tokens: int = 12):

@@ -16,7 +16,7 @@ import gguf
 import numpy as np
 import pytest
 import torch
-from families import IDS, assert_loop_matches, save_folder, tokenizer_files
+from families import IDS, assert_loop_matches, assert_native_step_matches_torch, save_folder, tokenizer_files
 
 from mcp.compiler.compiler import compile_model
 from mcp.engine.contiguous import contiguous_decoder
@@ -236,37 +236,10 @@ def test_native_step_matches_the_torch_modules(hf_model, tmp_path):
     rotary, the LongRoPE tables and the window on every layer in the native step, against the
     torch modules over chunked prefills and 16 batched decodes past the window (teacher-forced);
     logits within fp32 summation-order differences."""
-    from mcp.engine.kv.manager import KVCacheManager
-    from mcp.engine.runner import ModelRunner, StepChunk, allocate_storage
-
     write_phi3_gguf(hf_model, tmp_path / "tiny-q8_0.gguf", q8_0=True)
     compile_model(tmp_path / "tiny-q8_0.gguf", tmp_path / "tiny.mcp")
     with open_model(tmp_path / "tiny.mcp") as model_file:
         engine = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
     assert engine.plan.decode_step == "native", engine.precision
-    prompts = [IDS[:40], IDS[3:16], IDS[9:38]]
-    runs = []
-    for native in (True, False):
-        runner = ModelRunner(engine.model, allocate_storage(engine.model, 1 << 22, 16, torch.float32),
-                             native_step=native, decode_max_rows=16)
-        assert (runner.native_step is not None) == native
-        kv, tokens, logits = KVCacheManager(runner.storage.num_blocks, 16), [[] for _ in prompts], []
-        for row, prompt in enumerate(prompts):
-            kv.start(f"s{row}", prompt)
-            for start in range(0, len(prompt), 8):  # chunks of 8: the native step
-                assert kv.allocate(f"s{row}", start + len(prompt[start:start + 8]))
-                logits.append(runner.execute([StepChunk(prompt[start:start + 8], start, kv.block_table(f"s{row}"),
-                                                        True)]))
-            tokens[row] = list(prompt)
-        for step in range(16):
-            chunks = []
-            for row in range(len(prompts)):
-                assert kv.allocate(f"s{row}", len(tokens[row]) + 1)
-                chunks.append(StepChunk([IDS[(step + row) % len(IDS)]], len(tokens[row]), kv.block_table(f"s{row}"),
-                                        True))
-                tokens[row].append(IDS[(step + row) % len(IDS)])
-            logits.append(runner.execute(chunks))
-        runs.append(logits)
-    for ours, theirs in zip(*runs):
-        assert ours.shape == theirs.shape and (ours - theirs).abs().max().item() < 2e-3
-    assert max((a - b).abs().max().item() for a, b in zip(*runs)) > 0
+    assert_native_step_matches_torch(engine, [IDS[:40], IDS[3:16], IDS[9:38]], prefill_chunk=8,  # the native step
+                                     decode_id=lambda step, row: IDS[(step + row) % len(IDS)])
