@@ -154,6 +154,21 @@ def test_engine_loop_on_the_native_step_gives_transformers_tokens(hf_greedy, tmp
     assert assert_loop_matches(engine, hf_model, hf_greedy) is not None  # the loop's runner ran the native step
 
 
+@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built")
+def test_the_native_step_refuses_a_router_it_does_not_read(tmp_path):
+    """The step reads a router as its fp32 matrix: a bf16 one sends the model to the torch modules."""
+    from mcp.engine.layers.linear import Linear
+    from mcp.engine.models.llama_step import unsupported
+    from mcp.engine.runner import allocate_storage
+
+    engine = _q8_0_engine(_hf_model(norm_topk_prob=True), tmp_path)
+    storage = allocate_storage(engine.model, 1 << 20, 16, torch.float32)
+    assert unsupported(engine.model, storage) == ""
+    moe = engine.model.layers[2].mlp
+    moe.router = Linear(moe.router.weight.to(torch.bfloat16))
+    assert unsupported(engine.model, storage) == "layer 2's router is not a dense fp32 matrix without a bias"
+
+
 def test_a_step_runs_each_chosen_expert_once_over_its_tokens(engine):
     """The (token, expert) pairs of a 24-token batch grouped by expert: each expert with any pair
     is called once (forward hooks count the calls), the others never, and the sum equals each

@@ -35,8 +35,7 @@ from mcp.engine import kernels
 from mcp.engine.kernels import KIND_CODES, QuantMatrix
 from mcp.engine.kv.hybrid import HybridKVStorage
 from mcp.engine.kv.paged import PagedKVStorage
-from mcp.engine.layers.linear import LinearGroup, NativeLinear
-from mcp.engine.layers.linear import Linear
+from mcp.engine.layers.linear import Linear, LinearGroup, NativeLinear
 from mcp.engine.layers.mlp import SwiGLU
 from mcp.engine.layers.moe import SparseMoE
 from mcp.engine.models import sliding_window_layers
@@ -170,7 +169,8 @@ def _matrices_unsupported(where: str, matrices: list[tuple[str, torch.nn.Module]
 def _router_unsupported(index: int, moe: SparseMoE, arch: ArchitectureConfig) -> str:
     """The step reads a router as fp32 [experts, hidden] and routes as the config says."""
     router = moe.router
-    if not isinstance(router, Linear) or router.bias is not None or router.weight.dtype != torch.float32:
+    if not isinstance(router, Linear) or router.bias is not None or router.weight.dtype != torch.float32 or \
+            not router.weight.is_contiguous():
         return f"layer {index}'s router is not a dense fp32 matrix without a bias"
     if (len(moe.experts), moe.top_k, moe.normalize) != \
             (arch.num_experts, arch.num_experts_per_tok, arch.norm_topk_prob):

@@ -291,7 +291,8 @@ PyMethodDef methods[] = {
     {"quantize", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_quantize)), METH_FASTCALL,
      "activation rows -> int8 blocks of 32 and scales (raw pointers; see mcp.engine.kernels)"},
     {"decode_step", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_decode_step)), METH_FASTCALL,
-     "one decode step of a Llama-family decoder (Gemma 3, Qwen3, Qwen3-MoE) over a paged KV cache (raw pointers; see mcp.engine.models.llama_step)"},
+     "one decode step of a Llama-family decoder (Gemma 3, Qwen3, Qwen3-MoE) over a paged KV cache (raw pointers; "
+     "see mcp.engine.models.llama_step)"},
     {"attend_group", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_attend_group)), METH_FASTCALL,
      "grouped-query attention of one row over a paged KV cache (raw pointers; see mcp.engine.kernels)"},
     {"to_halves", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(py_to_halves)), METH_FASTCALL,
