@@ -1,7 +1,8 @@
 """What the decoder family tests share (Gemma 3, Qwen3, Qwen3-MoE, Phi-3, Mistral): a tiny
-random transformers model saved as a Hugging Face folder with the SmolLM2 tokenizer, compiled with
-its fp32 tensors as they are, and checked against transformers' own forward pass and greedy tokens,
-directly and through the paged engine loop."""
+random transformers model saved as a Hugging Face folder with the SmolLM2 tokenizer (or written as
+GGUF: the tokenizer and tensor parts of the writers), compiled with its fp32 tensors as they are,
+and checked against transformers' own forward pass and greedy tokens, directly and through the
+paged engine loop; and the native decode step checked against the torch modules."""
 
 from __future__ import annotations
 
