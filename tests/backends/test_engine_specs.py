@@ -48,3 +48,12 @@ def test_a_missing_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(registry.BACKENDS, "llamacpp", ghost)
     with pytest.raises(BackendUnavailable, match=r"needs no_such_package_mcp2026.*pip install 'mcp2026\[ghost\]'"):
         create_backend("llamacpp", SOURCES)
+
+
+def test_an_hf_folder_goes_to_transformers_and_llamacpp_refuses_it(tmp_path, monkeypatch):
+    folder = ModelSources(tmp_path, Path("model.mcp"), lambda text: [len(text)])
+    assert create_backend("transformers", folder).source == tmp_path
+    llamacpp = registry.BACKENDS["llamacpp"]  # installed or not, the folder is refused first
+    monkeypatch.setitem(registry.BACKENDS, "llamacpp", BackendEntry("mcp.backends.base", (), "", llamacpp.build))
+    with pytest.raises(BackendError, match="the llamacpp engine reads GGUF files, not .*: give --model a .gguf file"):
+        create_backend("llamacpp", folder)

@@ -35,7 +35,7 @@ def _compare(backend, consistency_ci):
 
 def test_llamacpp_in_process_meets_its_floor(consistency_ci):
     model = consistency_ci[0]
-    result = _compare(LlamaCppBackend(model.sources.gguf, threads=2), consistency_ci)
+    result = _compare(LlamaCppBackend(model.sources.source, threads=2), consistency_ci)
     print(result.summary)
     assert result.scores == "logits" and result.kv_bytes_per_token == 30 * 2 * 3 * 64 * 2
     assert result.passed, result.checks
@@ -46,7 +46,7 @@ def test_http_backend_against_llama_cpp_server(consistency_ci, tmp_path):
     if reason is not None:
         pytest.skip(reason)
     model, _, inputs, _ = consistency_ci
-    command = lambda port: python_server_command(model.sources.gguf, 2, 2048, port)  # noqa: E731
+    command = lambda port: python_server_command(model.sources.source, 2, 2048, port)  # noqa: E731
     with started_server(command, tmp_path / "server.log") as url:
         backend = OpenAIHTTPBackend(url, model.sources.encode)
         backend.load()

@@ -6,24 +6,15 @@ from __future__ import annotations
 
 import gguf
 import numpy as np
-import torch
-from families import add_tokenizer_of
+from families import add_tokenizer, perturbed, write_gguf_tensors
+
+__all__ = ["TINY", "gguf_tensors", "perturbed", "write_gguf"]  # perturbed: families', taken from here too
 
 
 LAYERS, VOCAB = 3, 49152
 TINY = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
             num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
             rms_norm_eps=1e-6, rope_theta=1e6, bos_token_id=1, eos_token_id=2)
-
-
-def perturbed(model):
-    """Random init leaves norms at 1: perturb them so that each one counts."""
-    torch.manual_seed(1)
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "norm" in name:
-                param.add_(torch.randn_like(param) * 0.3)
-    return model.eval()
 
 
 _GGUF_NAMES = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
@@ -57,25 +48,8 @@ def write_gguf(hf_model, path, arch: str, tensor_type=gguf.GGMLQuantizationType.
         writer.add_expert_feed_forward_length(config.moe_intermediate_size)
         if not config.norm_topk_prob:  # llama.cpp renormalises unless told not to
             writer.add_expert_weights_norm(False)
-    if tokenizer is not None:
-        add_tokenizer_of(writer, tokenizer)
-    else:
-        writer.add_tokenizer_model("gpt2")
-        writer.add_tokenizer_pre("qwen2")
-        writer.add_token_list([f"t{i}" for i in range(VOCAB)])
-        writer.add_token_types([int(gguf.TokenType.NORMAL)] * VOCAB)
-        writer.add_token_merges([])
-        writer.add_eos_token_id(2)
-    for name, value in gguf_tensors(hf_model).items():
-        quantized = tensor_type != gguf.GGMLQuantizationType.F32 and value.ndim >= 2 and "ffn_gate_inp" not in name
-        if quantized:
-            writer.add_tensor(name, gguf.quants.quantize(value, tensor_type), raw_dtype=tensor_type)
-        else:
-            writer.add_tensor(name, value)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    add_tokenizer(writer, tokenizer, pre="qwen2")
+    write_gguf_tensors(writer, gguf_tensors(hf_model), tensor_type, kept_f32=lambda name: "ffn_gate_inp" in name)
 
 
 def gguf_tensors(hf_model) -> dict[str, np.ndarray]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import shutil
 
 import gguf
-import numpy as np
 import pytest
 import torch
-from families import IDS, assert_loop_matches, assert_matches, compiled_engine, save_folder, tokenizer_files
+from families import (
+    IDS, assert_loop_matches, assert_matches, assert_native_step_matches, compiled_engine, perturbed, q8_0_engine,
+    save_folder, tokenizer_files, write_gguf_tensors,
+)
 
 from mcp.compiler.compiler import compile_model
-from mcp.engine.engine import EngineOptions, NativeEngine
+from mcp.engine.engine import NativeEngine
 from mcp.engine.kv.hybrid import HybridKVCacheManager
 from mcp.engine.loop import EngineLoop
 from mcp.engine.loop_config import LoopConfig
@@ -38,12 +40,7 @@ def _hf_model(query_pre_attn_scalar: int):
     config = Gemma3TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
                               num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
                               sliding_window=WINDOW, query_pre_attn_scalar=query_pre_attn_scalar)
-    model = Gemma3ForCausalLM(config).eval()
-    with torch.no_grad():  # Gemma's norms start at w = 0: perturb them so that each one counts
-        for name, param in model.named_parameters():
-            if "norm" in name:
-                param.add_(torch.randn_like(param) * 0.3)
-    return model
+    return perturbed(Gemma3ForCausalLM(config))
 
 
 @pytest.fixture(scope="module")
@@ -149,25 +146,12 @@ def _write_gguf(hf_model, path, window: int = WINDOW, q8_0: bool = False) -> Non
     writer.add_token_scores([0.0] * VOCAB)
     for add, value in ((writer.add_bos_token_id, 2), (writer.add_eos_token_id, 1)):
         add(value)
-    for name, tensor in hf_model.state_dict().items():
-        gguf_name = _gguf_name(name)
-        if gguf_name is not None:
-            value = np.ascontiguousarray(tensor.float().numpy() + (1.0 if name.endswith("norm.weight") else 0.0),
-                                         dtype=np.float32)
-            if q8_0 and value.ndim == 2:
-                kind = gguf.GGMLQuantizationType.Q8_0
-                writer.add_tensor(gguf_name, gguf.quants.quantize(value, kind), raw_dtype=kind)
-            else:
-                writer.add_tensor(gguf_name, value)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+    tensors = {_gguf_name(name): tensor.float().numpy() + (1.0 if name.endswith("norm.weight") else 0.0)
+               for name, tensor in hf_model.state_dict().items() if name != "lm_head.weight"}  # tied
+    write_gguf_tensors(writer, tensors, gguf.GGMLQuantizationType.Q8_0 if q8_0 else gguf.GGMLQuantizationType.F32)
 
 
-def _gguf_name(name: str) -> str | None:
-    if name == "lm_head.weight":
-        return None  # tied
+def _gguf_name(name: str) -> str:
     if name in ("model.embed_tokens.weight", "model.norm.weight"):
         return {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight"}[name]
     _, _, index, rest = name.split(".", 3)
@@ -194,71 +178,16 @@ def test_hf_gemma3_configs_the_engine_cannot_run_are_refused(hf_folder, tmp_path
 
 
 @pytest.fixture(scope="module")
-def q8_engine(hf_model, tmp_path_factory) -> NativeEngine:
+def q8_engine(tmp_path_factory) -> NativeEngine:
     """The model as a Q8_0 GGUF: every matrix on the native Q8_0 kernel, exact dots."""
     folder = tmp_path_factory.mktemp("gemma3-q8")
     _write_gguf(_hf_model(32), folder / "tiny-q8_0.gguf", q8_0=True)
-    compile_model(folder / "tiny-q8_0.gguf", folder / "tiny.mcp")
-    with open_model(folder / "tiny.mcp") as model_file:
-        engine = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
-    assert engine.plan.decode_step == "native", engine.precision
-    return engine
-
-
-def _step_through(engine: NativeEngine, native: bool, block_size: int, prompts: list[list[int]],
-                  steps: int) -> list[torch.Tensor]:
-    """Prefill each prompt in chunks of 8, then ``steps`` decode steps of every row together,
-    each row fed the next token of its own prompt cycle; the logits of every step."""
-    from mcp.engine.kv.manager import KVCacheManager
-    from mcp.engine.runner import ModelRunner, StepChunk, allocate_hybrid_storage, allocate_storage, releases_window
-
-    model = engine.model
-    if releases_window(model, block_size):
-        storage = allocate_hybrid_storage(model, 1 << 22, block_size, torch.float32, 4, 8)
-        kv = HybridKVCacheManager(KVCacheManager(storage.full.num_blocks, block_size),
-                                  KVCacheManager(storage.local.num_blocks, block_size, window_tokens=WINDOW,
-                                                 exact_window=True))
-    else:
-        storage = allocate_storage(model, 1 << 22, block_size, torch.float32)
-        kv = KVCacheManager(storage.num_blocks, block_size)
-    runner = ModelRunner(model, storage, native_step=native, decode_max_rows=16)
-    assert (runner.native_step is not None) == native
-
-    def chunk(seq: str, ids: list[int], start: int) -> StepChunk:
-        assert kv.allocate(seq, start + len(ids))
-        local = kv.local_table(seq) if isinstance(kv, HybridKVCacheManager) else None
-        return StepChunk(ids, start, kv.block_table(seq), True, local)
-
-    def done(seq: str, tokens: list[int]) -> None:
-        kv.commit(seq, tokens)
-        if kv.trims:
-            kv.trim(seq, len(tokens))
-
-    logits, tokens = [], [[] for _ in prompts]
-    for row, prompt in enumerate(prompts):
-        kv.start(f"s{row}", prompt)
-        for start in range(0, len(prompt), 8):
-            logits.append(runner.execute([chunk(f"s{row}", prompt[start:start + 8], start)]))
-            tokens[row] = prompt[:start + 8]
-            done(f"s{row}", tokens[row])
-    for step in range(steps):
-        chunks = [chunk(f"s{row}", [IDS[(len(t) + row) % len(IDS)]], len(t)) for row, t in enumerate(tokens)]
-        logits.append(runner.execute(chunks))
-        for row, c in enumerate(chunks):
-            tokens[row] = tokens[row] + list(c.token_ids)
-            done(f"s{row}", tokens[row])
-    return logits
+    return q8_0_engine(folder / "tiny-q8_0.gguf", folder / "tiny.mcp")
 
 
 @pytest.mark.parametrize("block_size", [16, 32])
 def test_native_step_matches_the_torch_modules_past_the_window(q8_engine, block_size):
-    """Three sequences past the window (prefill chunks of 8, then 24 decodes together), the
-    native step against the torch modules on the same Q8_0 matrices: logits within fp32
-    summation-order differences. Blocks of 16: the windowed layers' own pool, its blocks dropped
-    behind the window; blocks of 32 (past the window of 16): one pool, the window inside a block."""
-    prompts = [IDS[:40], IDS[3:59], IDS[7:31]]
-    ours, theirs = (_step_through(q8_engine, native, block_size, prompts, 24) for native in (True, False))
-    assert len(ours) == len(theirs) == 5 + 7 + 3 + 24
-    for a, b in zip(ours, theirs):
-        assert a.shape == b.shape and (a - b).abs().max().item() < 2e-3
-    assert max((a - b).abs().max().item() for a, b in zip(ours, theirs)) > 0  # two paths, not one twice
+    """Three sequences past the window (prefill chunks of 8, then 24 decodes together). Blocks of
+    16: the windowed layers' own pool, its blocks dropped behind the window; blocks of 32 (past
+    the window of 16): one pool, the window inside a block."""
+    assert_native_step_matches(q8_engine, [IDS[:40], IDS[3:59], IDS[7:31]], num_steps=24, block_size=block_size)

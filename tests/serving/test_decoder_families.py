@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import shutil
 import socket
+import sys
+from pathlib import Path
 
 import grpc
 import openai
 import pytest
-import torch
 
 from mcp.compiler.compiler import compile_model
 from mcp.config.runtime import RuntimeConfig
@@ -22,37 +23,20 @@ from mcp.runtime import Session
 from mcp.serving.grpc._gen import inference_pb2 as pb
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 
+sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
+from decoder_models import tiny_mistral, tiny_phi3  # noqa: E402
+
 PROMPT = ("The river ran past the old mill, and the miller's daughter counted the boats that went by: "
           "one with red sails, one with white sails, and one that carried apples to the town market.")
 NUM_TOKENS = 12
-TINY = dict(vocab_size=49152, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-            num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
-
-
-def _phi3():
-    from transformers import Phi3Config, Phi3ForCausalLM
-
-    return Phi3ForCausalLM(Phi3Config(**TINY, pad_token_id=0, partial_rotary_factor=0.75, sliding_window=24,
-                                      original_max_position_embeddings=32, rope_scaling={
-                                          "type": "longrope", "short_factor": [1.0, 1.1, 1.2, 1.3, 1.4, 1.5],
-                                          "long_factor": [1.0, 2.0, 4.0, 6.0, 8.0, 12.0]}))
-
-
-def _mistral():
-    from transformers import MistralConfig, MistralForCausalLM
-
-    return MistralForCausalLM(MistralConfig(**TINY, sliding_window=16))
-
-
-FAMILIES = {"phi3": _phi3, "mistral": _mistral}
+FAMILIES = {"phi3": lambda: tiny_phi3(longrope=True, original=32, window=24), "mistral": lambda: tiny_mistral(16)}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_family_generates_through_sdk_serve_and_grpc(family, smollm2_gguf, hf_greedy, start_server, tmp_path):
     from transformers import AutoTokenizer
 
-    torch.manual_seed(0)
-    hf_model = FAMILIES[family]().eval()
+    hf_model = FAMILIES[family]()
     tokenizer = AutoTokenizer.from_pretrained(str(smollm2_gguf.parent), gguf_file=smollm2_gguf.name)
     folder = tmp_path / family
     hf_model.save_pretrained(folder, safe_serialization=True)

@@ -27,9 +27,10 @@ class BackendUnavailable(BackendError):
 
 @dataclass(frozen=True)
 class ModelSources:
-    """One model as each engine loads it: the GGUF, its compiled ``.mcp``, the tokenizer's encode."""
+    """One model as each engine loads it: the source (a GGUF file or a Hugging Face folder), its
+    compiled ``.mcp``, the tokenizer's encode."""
 
-    gguf: Path
+    source: Path
     mcp: Path
     encode: Callable[[str], Sequence[int]]
 
@@ -47,11 +48,14 @@ def _native(module, name: str, argument: str, sources: ModelSources) -> Backend:
 
 
 def _transformers(module, name: str, argument: str, sources: ModelSources) -> Backend:
-    return module.TransformersBackend(sources.gguf, name=name)
+    return module.TransformersBackend(sources.source, name=name)
 
 
 def _llamacpp(module, name: str, argument: str, sources: ModelSources) -> Backend:
-    return module.LlamaCppBackend(sources.gguf, name=name)
+    if sources.source.suffix != ".gguf":
+        raise BackendError(f"the llamacpp engine reads GGUF files, not {sources.source.name!r}: "
+                           "give --model a .gguf file, or leave llamacpp out")
+    return module.LlamaCppBackend(sources.source, name=name)
 
 
 def _http(module, name: str, argument: str, sources: ModelSources) -> Backend:

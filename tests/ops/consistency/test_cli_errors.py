@@ -22,3 +22,10 @@ def test_unknown_engines_and_bad_suites_exit_2_before_loading(tmp_path):
 def test_candidates_or_a_recording_are_required():
     run = _cli("--suite", "ci")
     assert run.returncode == 2 and "give candidates with --engines" in run.stderr
+
+
+def test_a_model_that_is_neither_gguf_nor_hf_folder_exits_2(tmp_path):
+    run = _cli("--suite", "ci", "--engines", "native-fp32", "--model", str(tmp_path / "missing.gguf"))
+    assert run.returncode == 2 and "no such GGUF file" in run.stderr
+    run = _cli("--suite", "ci", "--engines", "native-fp32", "--model", str(tmp_path))
+    assert run.returncode == 2 and "a folder must be a Hugging Face model folder (config.json" in run.stderr

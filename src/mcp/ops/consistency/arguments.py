@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference", default="transformers", help="the reference engine (default transformers)")
     parser.add_argument("--golden", type=Path, help="compare against this golden file instead of a reference engine")
     parser.add_argument("--record-golden", type=Path, metavar="FILE", help="write the reference's outputs here")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="a catalog name or a .gguf file")
+    parser.add_argument("--model", default=DEFAULT_MODEL,
+                        help="a catalog name, a .gguf file or a Hugging Face model folder")
     parser.add_argument("--tolerances", type=Path, help="a tolerance table (default: the shipped one)")
     parser.add_argument("--json", type=Path, help="write the JSON report here")
     parser.add_argument("--markdown", type=Path, help="write the Markdown report here")

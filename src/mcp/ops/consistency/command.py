@@ -19,6 +19,7 @@ from mcp.base.errors import ConfigError
 from mcp.base.paths import mcp_home
 from mcp.compiler import catalog
 from mcp.compiler.compiler import compile_model
+from mcp.compiler.hf_source import folder_sha256
 from mcp.engine.tokenizer import Tokenizer
 from mcp.modelfile.hashing import file_sha256
 from mcp.modelfile.reader import open_model
@@ -33,7 +34,7 @@ from mcp.ops.consistency.tolerances import ToleranceTable, load_tolerances
 @dataclass(frozen=True)
 class ModelUnderTest:
     name: str
-    sha256: str  # of the GGUF
+    sha256: str  # of the GGUF; of an HF folder, hf_source.folder_sha256
     sources: ModelSources
     tokenizer: Tokenizer
 
@@ -68,21 +69,34 @@ def create_name(spec: str) -> str:
 
 
 def resolve_model(name_or_path: str) -> ModelUnderTest:
-    """The GGUF (catalog name or path), its sha256, and its ``.mcp`` compiled once into the cache."""
-    gguf = Path(name_or_path) if name_or_path.endswith(".gguf") else catalog.fetch_source(name_or_path)
-    if not gguf.is_file():
-        raise ConfigError(f"--model {name_or_path!r}: no such GGUF file")
-    sha = file_sha256(gguf)
-    compiled = mcp_home() / "consistency" / f"{gguf.stem}-{sha[:16]}.mcp"
+    """The source (a catalog name, a ``.gguf`` file or a Hugging Face folder), its sha256, and its
+    ``.mcp`` compiled once into the cache."""
+    source = _source(name_or_path)
+    sha = folder_sha256(source) if source.is_dir() else file_sha256(source)
+    stem = source.name if source.is_dir() else source.stem
+    compiled = mcp_home() / "consistency" / f"{stem}-{sha[:16]}.mcp"
     if not compiled.exists():
         compiled.parent.mkdir(parents=True, exist_ok=True)
         partial = compiled.with_suffix(".partial")
-        compile_model(gguf, partial, precision="source", name=gguf.stem)
+        compile_model(source, partial, precision="source", name=stem)
         partial.rename(compiled)
     with open_model(compiled) as model_file:
         tokenizer = Tokenizer.from_spec(model_file.header.tokenizer)
     encode = lambda text: tokenizer.encode(text, add_special_tokens=False)  # noqa: E731
-    return ModelUnderTest(gguf.name, sha, ModelSources(gguf, compiled, encode), tokenizer)
+    return ModelUnderTest(source.name, sha, ModelSources(source, compiled, encode), tokenizer)
+
+
+def _source(name_or_path: str) -> Path:
+    if name_or_path.endswith(".gguf"):
+        if not Path(name_or_path).is_file():
+            raise ConfigError(f"--model {name_or_path!r}: no such GGUF file")
+        return Path(name_or_path)
+    if Path(name_or_path).is_dir():
+        if not (Path(name_or_path) / "config.json").is_file():
+            raise ConfigError(f"--model {name_or_path!r}: a folder must be a Hugging Face model folder "
+                              "(config.json, safetensors, tokenizer)")
+        return Path(name_or_path)
+    return catalog.fetch_source(name_or_path)
 
 
 def _references(args, golden: Golden | None, suite: Suite, model: ModelUnderTest,
