@@ -16,7 +16,11 @@
  *
  * Threads: every function may be called from any thread, and many at once. Calls on one model
  * from several threads are batched together by its engine loop (continuous batching), exactly as
- * from Python; libmcp releases the interpreter's lock (GIL) while a call waits.
+ * from Python; libmcp releases the interpreter's lock (GIL) while a call waits. End the process
+ * (exit(), or returning from main) only when no call is under way: join the threads that call
+ * libmcp first, or unload the models (mcp_model_unload waits for their calls). exit() runs the
+ * C++ runtime's destructors under an engine step still running on another thread, which then
+ * crashes (SIGSEGV); a thread that must end the process at once can call _exit() instead.
  *
  * Errors: a function that fails returns a status other than MCP_OK, which says the kind of error
  * (they mirror the Python SDK's MCPError classes), and mcp_last_error() gives, on the same

@@ -1,5 +1,9 @@
 /* What the C test programs share: a failing check prints where and why and exits 1. Each
- * program takes the model (.mcp path or catalog name) as argv[1]. */
+ * program takes the model (.mcp path or catalog name) as argv[1].
+ *
+ * CHECK calls exit(), which destroys the process's C++ state (torch's included): use it only
+ * where no other thread's call can be inside an engine step, or the engine loop crashes under
+ * it (threads.c checks its workers' results after joining them). */
 #ifndef MCP_TEST_CHECK_H
 #define MCP_TEST_CHECK_H
 
