@@ -99,7 +99,7 @@ def consistency_ci():
 
     model, suite = resolve_model(catalog.DEFAULT_MODEL), load_suite("ci")
     inputs = suite_inputs(suite, model.tokenizer)
-    reference = TransformersBackend(model.sources.gguf)
+    reference = TransformersBackend(model.sources.source)
     reference.load()
     records = run_reference(reference, inputs, suite.top_logprobs, frozenset(model.tokenizer.eos_token_ids))
     reference.unload()
