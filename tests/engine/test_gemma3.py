@@ -194,15 +194,25 @@ def test_hf_gemma3_configs_the_engine_cannot_run_are_refused(hf_folder, tmp_path
 
 
 @pytest.fixture(scope="module")
-def q8_engine(hf_model, tmp_path_factory) -> NativeEngine:
-    """The model as a Q8_0 GGUF: every matrix on the native Q8_0 kernel, exact dots."""
+def q8_mcp(hf_model, tmp_path_factory):
+    """The model as a Q8_0 GGUF, compiled."""
     folder = tmp_path_factory.mktemp("gemma3-q8")
     _write_gguf(_hf_model(32), folder / "tiny-q8_0.gguf", q8_0=True)
     compile_model(folder / "tiny-q8_0.gguf", folder / "tiny.mcp")
-    with open_model(folder / "tiny.mcp") as model_file:
+    return folder / "tiny.mcp"
+
+
+def _q8_engine(path) -> NativeEngine:
+    """Every matrix on the native Q8_0 kernel, exact dots."""
+    with open_model(path) as model_file:
         engine = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
     assert engine.plan.decode_step == "native", engine.precision
     return engine
+
+
+@pytest.fixture(scope="module")
+def q8_engine(q8_mcp) -> NativeEngine:
+    return _q8_engine(q8_mcp)
 
 
 def _step_through(engine: NativeEngine, native: bool, block_size: int, prompts: list[list[int]],
@@ -262,3 +272,22 @@ def test_native_step_matches_the_torch_modules_past_the_window(q8_engine, block_
     for a, b in zip(ours, theirs):
         assert a.shape == b.shape and (a - b).abs().max().item() < 2e-3
     assert max((a - b).abs().max().item() for a, b in zip(ours, theirs)) > 0  # two paths, not one twice
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_rope_tables_fill_as_positions_are_reached_with_the_same_logits(q8_mcp, native, monkeypatch):
+    """Rows filled 16 at a time as the steps reach them (the native step and the torch modules
+    both): the same logits, bit for bit, as from tables filled whole before the first step, and
+    only the rows reached are filled."""
+    from mcp.engine.layers import rotary
+
+    whole = _q8_engine(q8_mcp)
+    for table in (whole.model.rotary, whole.model.local_rotary):
+        table.fill(table.max_positions)
+    expected = _step_through(whole, native, 16, [IDS[:40], IDS[3:59]], 24)
+    monkeypatch.setattr(rotary, "ROWS_PER_FILL", 16)
+    grown = _q8_engine(q8_mcp)
+    logits = _step_through(grown, native, 16, [IDS[:40], IDS[3:59]], 24)
+    assert all(torch.equal(a, b) for a, b in zip(logits, expected)) and len(logits) == len(expected)
+    reached = 56 + 24  # the longest prompt and its decodes: positions 0..79
+    assert grown.model.rotary.num_rows == grown.model.local_rotary.num_rows == reached < grown.model.rotary.max_positions
