@@ -146,10 +146,15 @@ def assert_loop_matches(engine, hf_model, hf_greedy, prompts=LOOP_PROMPTS, num_t
 
 
 def q8_0_engine(gguf_path, out) -> NativeEngine:
-    """A Q8_0 GGUF compiled with the auto plan: every matrix on the native Q8_0 kernel, exact dots,
-    the native decode step."""
+    """A Q8_0 GGUF compiled with the auto plan to ``out``, on ``native_step_engine``."""
     compile_model(gguf_path, out)
-    with open_model(out) as model_file:
+    return native_step_engine(out)
+
+
+def native_step_engine(path) -> NativeEngine:
+    """The ``.mcp`` at ``path`` (every matrix native, e.g. Q8_0) with exact dots, on the native
+    decode step."""
+    with open_model(path) as model_file:
         engine = NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
     assert engine.plan.decode_step == "native", engine.precision
     return engine

@@ -15,8 +15,8 @@ import gguf
 import pytest
 import torch
 from families import (
-    IDS, assert_loop_matches, assert_matches, assert_native_step_matches, compiled_engine, perturbed, q8_0_engine,
-    save_folder, tokenizer_files, write_gguf_tensors,
+    IDS, assert_loop_matches, assert_matches, assert_native_step_matches, compiled_engine, native_step_engine,
+    perturbed, save_folder, step_logits, tokenizer_files, write_gguf_tensors,
 )
 
 from mcp.compiler.compiler import compile_model
@@ -178,11 +178,17 @@ def test_hf_gemma3_configs_the_engine_cannot_run_are_refused(hf_folder, tmp_path
 
 
 @pytest.fixture(scope="module")
-def q8_engine(tmp_path_factory) -> NativeEngine:
-    """The model as a Q8_0 GGUF: every matrix on the native Q8_0 kernel, exact dots."""
+def q8_mcp(tmp_path_factory):
+    """The model as a Q8_0 GGUF, compiled with the auto plan."""
     folder = tmp_path_factory.mktemp("gemma3-q8")
     _write_gguf(_hf_model(32), folder / "tiny-q8_0.gguf", q8_0=True)
-    return q8_0_engine(folder / "tiny-q8_0.gguf", folder / "tiny.mcp")
+    compile_model(folder / "tiny-q8_0.gguf", folder / "tiny.mcp")
+    return folder / "tiny.mcp"
+
+
+@pytest.fixture(scope="module")
+def q8_engine(q8_mcp) -> NativeEngine:
+    return native_step_engine(q8_mcp)
 
 
 @pytest.mark.parametrize("block_size", [16, 32])
@@ -191,3 +197,22 @@ def test_native_step_matches_the_torch_modules_past_the_window(q8_engine, block_
     16: the windowed layers' own pool, its blocks dropped behind the window; blocks of 32 (past
     the window of 16): one pool, the window inside a block."""
     assert_native_step_matches(q8_engine, [IDS[:40], IDS[3:59], IDS[7:31]], num_steps=24, block_size=block_size)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_rope_tables_fill_as_positions_are_reached_with_the_same_logits(q8_mcp, native, monkeypatch):
+    """Rows filled 16 at a time as the steps reach them (the native step and the torch modules
+    both): the same logits, bit for bit, as from tables filled whole before the first step, and
+    only the rows reached are filled."""
+    from mcp.engine.layers import rotary
+
+    whole = native_step_engine(q8_mcp)
+    for table in (whole.model.rotary, whole.model.local_rotary):
+        table.fill(table.max_positions)
+    expected = step_logits(whole, native, [IDS[:40], IDS[3:59]], 24)
+    monkeypatch.setattr(rotary, "ROWS_PER_FILL", 16)
+    grown = native_step_engine(q8_mcp)
+    logits = step_logits(grown, native, [IDS[:40], IDS[3:59]], 24)
+    assert all(torch.equal(a, b) for a, b in zip(logits, expected)) and len(logits) == len(expected)
+    reached = 56 + 24  # the longest prompt and its decodes: positions 0..79
+    assert grown.model.rotary.num_rows == grown.model.local_rotary.num_rows == reached < grown.model.rotary.max_positions

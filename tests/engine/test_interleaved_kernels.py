@@ -205,6 +205,23 @@ def test_q8_0_re_laid_straight_from_its_blocks_is_the_same_bytes():
     assert torch.equal(laid.codes, matrix.interleaved().codes)
 
 
+@pytest.mark.parametrize("kind", ["q4_k", "q6_k", "int8", "q8_0 blocks"])
+def test_re_laid_part_by_part_is_the_same_bytes(kind, monkeypatch):
+    """Rows are re-laid INTERLEAVE_ROWS at a time (each part's file pages released after it):
+    parts of one tile give the bytes of one pass."""
+    if kind == "int8":
+        matrix = q8_0_matrix(80, 256, seed=35)
+        lay = matrix.interleaved
+    elif kind == "q8_0 blocks":
+        blocks = q8_0_blocks(q8_0_matrix(80, 256, seed=36))
+        lay = lambda: QuantMatrix.interleaved_q8_0(blocks, (80, 256))  # noqa: E731
+    else:
+        lay = matrix_of(kind, random_blocks(kind, 80, 256, seed=37, scale_bytes=True)).interleaved
+    whole = lay().codes
+    monkeypatch.setattr(kernels, "INTERLEAVE_ROWS", 16)
+    assert torch.equal(lay().codes, whole)
+
+
 @pytest.mark.parametrize("blocks, shape", [(torch.zeros(48, 270, dtype=torch.uint8), (48, 256)),  # wrong width
                                            (torch.zeros(8, 272, dtype=torch.uint8), (8, 256)),  # half a tile
                                            (torch.zeros(16, 272, dtype=torch.int8), (16, 256))])  # not bytes

@@ -30,6 +30,7 @@ import torch
 from mcp.base.errors import InvalidRequestError
 from mcp.engine.kv.cache import KVCache
 from mcp.engine.layers.attention import attention_inputs, static_attention_inputs
+from mcp.engine.layers.rotary import RotaryEmbedding
 from mcp.engine.models.llama import LlamaForCausalLM
 from mcp.engine.sampler import Sampler, SamplingParams
 from mcp.engine.sequence import CancelCheck, SequenceState, StepOutput, check_prompt
@@ -222,9 +223,12 @@ class DecodeStep:
     def __init__(self, model: LlamaForCausalLM, compile_step: bool = False) -> None:
         self.model = model
         self._compiled = torch.compile(self._static, dynamic=True) if compile_step else None
+        self._rotaries = [m for m in model.modules() if isinstance(m, RotaryEmbedding)]
 
     def __call__(self, input_ids: torch.Tensor, lengths: list[int], cache: KVCache) -> torch.Tensor:
         if self._compiled is not None:
+            for rotary in self._rotaries:  # the traced step reads the tables' rows as they are
+                rotary.fill(max(lengths) + 1)
             positions = torch.tensor(lengths, device=input_ids.device)[:, None]  # [B, 1]
             return self._compiled(input_ids, positions, cache)
         hidden = self.model(input_ids, cache, attention_inputs(lengths, 1, cache))

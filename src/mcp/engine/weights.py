@@ -119,8 +119,7 @@ class ModelWeights:
                 matrix = QuantMatrix("int8", stored, self._file.tensor(spec.name + QPARAMS_SUFFIX))
             elif spec.encoding == "q8_0" and self._digits(spec.name) and spec.shape[0] % TILE_ROWS == 0:
                 # integer dots: re-laid 16 rows at a time straight from the file's blocks
-                matrix = QuantMatrix.interleaved_q8_0(stored, spec.shape)
-                release_pages(stored)
+                matrix = QuantMatrix.interleaved_q8_0(stored, spec.shape)  # the file's pages released
             elif spec.encoding == "q8_0":  # codes and scales apart (a copy): the file's pages go back
                 matrix = QuantMatrix("int8", *int8.codes_from_q8_0(stored, spec.shape))
                 release_pages(stored)

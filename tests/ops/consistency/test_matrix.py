@@ -46,8 +46,9 @@ def test_a_flipped_rope_sign_fails_the_check(consistency_ci):
     backend = _native(consistency_ci, "fp32")
     backend.load()
     rotary = backend.engine.model.rotary
-    # the bug: rotate the other way. A new tensor, not neg_(): the tables are shared by every
-    # model with the same RoPE, and flipping them in place broke every later test's model.
+    # the bug: rotate the other way, every row filled first (rows are filled as positions are
+    # reached: a row filled later would rotate the right way). A new tensor, not neg_().
+    rotary.fill(rotary.max_positions)
     rotary.sin_signed = rotary.sin_signed.neg()
     result = _compare(backend, consistency_ci)
     failed = {check.bound for check in result.checks if check.passed is False}

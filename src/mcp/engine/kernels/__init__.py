@@ -220,7 +220,8 @@ class QuantMatrix:
         """This Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K or Q8_0 (int8, fp16 scales) matrix re-laid
         16 rows at a time (``q4_0x16``, ...) in a new buffer, for integer dots at the memory
         bound: the same values and the same size (Q4_K and Q5_K: 148 and 180 bytes a block
-        where GGUF's take 144 and 176, their 6-bit scales widened to bytes)."""
+        where GGUF's take 144 and 176, their 6-bit scales widened to bytes). Pages of this matrix
+        that map the file are released as they are re-laid (``_interleave16``)."""
         if not self.interleavable:
             sources = ", ".join(INTERLEAVED_KINDS.values())
             raise ValueError(f"only {sources} (with fp16 scales) matrices of a multiple of {TILE_ROWS} rows "
@@ -230,8 +231,7 @@ class QuantMatrix:
         weights, nbytes = _block_form(wanted)
         out = torch.empty(n, k // weights * nbytes, dtype=torch.uint8)
         _advise(out, _MADV_HUGEPAGE)  # before the first write: 2 MB pages, ~500x fewer page faults
-        scales = 0 if self.qparams is None else self.qparams.data_ptr()
-        _cpu.interleave16(KIND_CODES[self.kind], self.codes.data_ptr(), scales, n, k, out.data_ptr())
+        _interleave16(self.kind, self.codes, self.qparams, k, out)
         return QuantMatrix(wanted, out, None)
 
     @staticmethod
@@ -248,7 +248,7 @@ class QuantMatrix:
         weights, nbytes = _block_form("q8_0x16")
         out = torch.empty(n, k // weights * nbytes, dtype=torch.uint8)
         _advise(out, _MADV_HUGEPAGE)
-        _require().interleave16(KIND_CODES["int8"], blocks.data_ptr(), 0, n, k, out.data_ptr())
+        _interleave16("int8", blocks, None, k, out)
         return QuantMatrix("q8_0x16", out, None)
 
     @property
@@ -345,6 +345,29 @@ def to_halves(x: torch.Tensor) -> torch.Tensor:
     out = torch.empty(x.shape, dtype=torch.float16)
     _require().to_halves(x.data_ptr(), out.data_ptr(), x.numel())
     return out
+
+
+# rows re-laid at a time by _interleave16 (whole tiles): Gemma 3's 262k x 640 head in 2.5 MiB parts
+INTERLEAVE_ROWS = 4096
+
+
+def _interleave16(kind: str, codes: torch.Tensor, scales: torch.Tensor | None, k: int, out: torch.Tensor) -> None:
+    """``interleave16`` of rows ``codes`` [N, ...] (and their fp16 ``scales`` [N, K/32], or None)
+    into ``out`` [N, ...], ``INTERLEAVE_ROWS`` rows at a time, releasing each part's source pages
+    where they map the file (``release_pages``) once it is re-laid: the file's copy is never
+    resident beside the whole of the new one (Gemma 3 270M's tied head, 170 MiB, was twice)."""
+    n = codes.shape[0]
+    for start in range(0, n, INTERLEAVE_ROWS):
+        stop = min(n, start + INTERLEAVE_ROWS)
+        _require().interleave16(KIND_CODES[kind], codes[start].data_ptr(),
+                                0 if scales is None else scales[start].data_ptr(), stop - start, k,
+                                out[start].data_ptr())
+        for source in (codes, scales):
+            if source is not None:
+                release_pages(source[start:stop])
+    for source in (codes, scales):  # the pages the parts shared at their edges
+        if source is not None:
+            release_pages(source)
 
 
 def release_pages(tensor: torch.Tensor) -> bool:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from mcp.engine.kernels import QuantMatrix, join_rows, release_pages
+from mcp.engine.kernels import QuantMatrix, join_rows
 from mcp.engine.layers.embedding import Embedding
 from mcp.engine.quant import int4pack, int8
 from mcp.engine.quant.int4pack import ROW_ALIGN
@@ -151,15 +151,14 @@ class NativeLinear(PackedLinear):
     def interleave(self) -> bool:
         """Re-lay a GGUF 4-, 5-, 6-bit or Q8_0 matrix 16 rows at a time when it multiplies with
         integer dots (``QuantMatrix.interleaved``: the same values, ~3.5x the one-row dots'
-        speed on an AVX-512 VNNI core); its source pages are released. False where it does
-        not apply."""
+        speed on an AVX-512 VNNI core); its source pages are released as it goes. False where
+        it does not apply."""
         matrix = self.matrix
         if self.x_digits == 0 or not matrix.interleavable:
             return False
         self.matrix = matrix.interleaved()
         self.register_buffer("codes", self.matrix.codes, persistent=False)
         self.register_buffer("qparams", None, persistent=False)
-        release_pages(matrix.codes)
         return True
 
     def dense_rows(self, start: int, stop: int, out: torch.Tensor) -> None:

@@ -1,16 +1,18 @@
 """Rotary position embeddings in the rotate-half layout, with precomputed cos/sin tables.
 
 The ``.mcp`` compiler stores Q/K rows in Hugging Face's layout, so one convention serves
-GGUF and HF sources alike. Tables cover every position up to the context length once, at
-load; a step only gathers rows. Partial rotary (Phi-4-mini's ``rotary_dim``): the tables cover
+GGUF and HF sources alike. Tables are reserved for every position up to the context length
+at load and filled as positions are reached (``RotaryEmbedding.fill``); a step only gathers
+rows. Partial rotary (Phi-4-mini's ``rotary_dim``): the tables cover
 the first ``rotary_dim`` dims of a head, which turn in rotate-half order among themselves; the
 others pass as they are.
 """
 
 from __future__ import annotations
 
-import functools
 import math
+import mmap
+import threading
 
 import torch
 
@@ -57,8 +59,19 @@ def _llama3_scaled(inv_freq: torch.Tensor, scaling: RopeScaling) -> torch.Tensor
     return torch.where(is_medium, smoothed, scaled)
 
 
+# rows computed at a time as positions are reached: 512 KiB of Gemma 3's four tables (head dim 256)
+ROWS_PER_FILL = 512
+
+
 class RotaryEmbedding(torch.nn.Module):
-    """Holds cos/sin tables [max_positions, head_dim]; ``angles`` gathers a forward's rows once.
+    """Holds cos/sin tables [max_positions, rotary_dim]; ``angles`` gathers a forward's rows once.
+
+    The tables are reserved for every position but filled ``ROWS_PER_FILL`` rows at a time as
+    positions are reached (``fill``): on the CPU their untouched pages are never resident, so a
+    short request holds a few hundred KiB of what Gemma 3's four tables take at its 32k context
+    (128 MiB in fp32), and the pointers the native step reads never move. Each row's values are
+    the same whenever it is filled. On an accelerator the tables are filled whole at first use
+    (finding the highest position there would wait for the device).
 
     The rotate-half product ``cat(-x2, x1) * sin`` is computed as ``cat(x2, x1) * sin_signed``
     with ``sin_signed = cat(-sin1, sin2)``: the same values (negation is exact), one flip
@@ -67,12 +80,37 @@ class RotaryEmbedding(torch.nn.Module):
 
     def __init__(self, inv_freq: torch.Tensor, max_positions: int, dtype: torch.dtype, scale: float = 1.0) -> None:
         super().__init__()
-        cos, sin_signed = _tables(tuple(inv_freq.tolist()), max_positions, dtype, scale)
-        self.register_buffer("cos", cos, persistent=False)
-        self.register_buffer("sin_signed", sin_signed, persistent=False)
+        self._inv_freq = inv_freq.to(torch.float32)  # [rotary_dim / 2]
+        self._scale = scale
+        self._lock = threading.Lock()  # steps of one model may run on several threads
+        self.num_rows = 0  # rows 0..num_rows-1 are filled
+        shape = (max_positions, 2 * inv_freq.numel())
+        self.register_buffer("cos", _reserved(shape, dtype), persistent=False)
+        self.register_buffer("sin_signed", _reserved(shape, dtype), persistent=False)
+
+    @property
+    def max_positions(self) -> int:
+        return self.cos.shape[0]
+
+    def fill(self, num_positions: int) -> None:
+        """Fill the rows of positions 0..num_positions-1 (rounded up to whole ``ROWS_PER_FILL``)."""
+        if num_positions <= self.num_rows:
+            return
+        with self._lock:
+            start = self.num_rows
+            stop = min(self.max_positions, -(-num_positions // ROWS_PER_FILL) * ROWS_PER_FILL)
+            if stop <= start:
+                return
+            cos, sin_signed = _rows(self._inv_freq, start, stop, self._scale)
+            self.cos[start:stop] = cos
+            self.sin_signed[start:stop] = sin_signed
+            self.num_rows = stop
 
     def angles(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and signed sin [B, T, 1, D] for token positions [B, T]."""
+        """cos and signed sin [B, T, 1, D] for token positions [B, T]. Compiled, the rows must be
+        filled before the call (``fill``): a traced step cannot read the positions."""
+        if not torch.compiler.is_compiling() and self.num_rows < self.max_positions and positions.numel():
+            self.fill(int(positions.max()) + 1 if positions.is_cpu else self.max_positions)
         return self.cos[positions].unsqueeze(2), self.sin_signed[positions].unsqueeze(2)
 
 
@@ -88,14 +126,19 @@ def apply_rotary(x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor]) -> 
     return x * cos + swapped * sin_signed
 
 
-@functools.lru_cache(maxsize=8)
-def _tables(inv_freq: tuple[float, ...], max_positions: int, dtype: torch.dtype,
-            scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos and signed sin [P, D] for every position, shared by every model with the same RoPE (read-only);
-    ``scale`` multiplies both (longrope's attention factor, as transformers applies it, in fp32)."""
-    positions = torch.arange(max_positions, dtype=torch.float32)
-    freqs = torch.outer(positions, torch.tensor(inv_freq, dtype=torch.float32))  # [P, D/2]
+def _reserved(shape: tuple[int, int], dtype: torch.dtype) -> torch.Tensor:
+    """A CPU tensor in zeroed pages of its own mapping: none is resident until written (from
+    the C heap, pages freed earlier may be reused and resident already)."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    return torch.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE), dtype=dtype).view(shape)
+
+
+def _rows(inv_freq: torch.Tensor, start: int, stop: int, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and signed sin [stop - start, D] fp32 of positions start..stop-1; ``scale`` multiplies
+    both (longrope's attention factor, as transformers applies it, in fp32)."""
+    positions = torch.arange(start, stop, dtype=torch.float32)
+    freqs = torch.outer(positions, inv_freq)  # [P, D/2]
     cos, sin = freqs.cos(), freqs.sin()
     if scale != 1.0:
         cos, sin = cos * scale, sin * scale
-    return torch.cat((cos, cos), dim=-1).to(dtype), torch.cat((-sin, sin), dim=-1).to(dtype)
+    return torch.cat((cos, cos), dim=-1), torch.cat((-sin, sin), dim=-1)

@@ -66,7 +66,9 @@ class NativeDecodeStep:
         self._layers = torch.tensor([_layer_row(layer, cache, self._kept, window)
                                      for layer, cache, window in zip(model.layers, storage.layers, windowed)],
                                     dtype=torch.int64)  # [L, 84]
+        self._rotaries = (model.rotary, getattr(model, "local_rotary", model.rotary))
         self._dims = torch.tensor(_dims(model, storage), dtype=torch.int64)
+        self._rope_rows = 0  # the RoPE rows the step may read, dims[7] (filled as positions are reached)
         self._eps = float(model.arch.rms_norm_eps)
         self._hybrid = isinstance(storage, HybridKVStorage)
 
@@ -91,10 +93,20 @@ class NativeDecodeStep:
         table = _padded(tables)  # [M, blocks]
         local = table if local_tables is None else _padded(local_tables)  # [M, local blocks]
         where = torch.tensor(list(positions), dtype=torch.int64)  # [M]
+        self._fill_rope(max(positions) + 1)
         kernels._cpu.decode_step(self._layers.data_ptr(), len(self.model.layers), self._dims.data_ptr(), self._eps,
                                  x.data_ptr(), rows, where.data_ptr(), table.data_ptr(), table.shape[1], self.x_digits,
                                  torch.get_num_threads(), local.data_ptr(), local.shape[1])
         return x
+
+    def _fill_rope(self, num_positions: int) -> None:
+        """Fill the RoPE tables' rows up to ``num_positions`` and let the step read them (rows past
+        dims[7] are refused there; the tables' pointers stay the same)."""
+        if num_positions > self._rope_rows:
+            for rotary in self._rotaries:
+                rotary.fill(num_positions)
+            self._rope_rows = min(rotary.num_rows for rotary in self._rotaries)
+            self._dims[7] = self._rope_rows
 
 
 def _padded(tables: Sequence[Sequence[int]]) -> torch.Tensor:
@@ -103,11 +115,12 @@ def _padded(tables: Sequence[Sequence[int]]) -> torch.Tensor:
 
 
 def _dims(model: LlamaForCausalLM | Gemma3ForCausalLM, storage: PagedKVStorage | HybridKVStorage) -> list[int]:
-    """The step's dims vector (csrc/module.cpp, read_dims)."""
+    """The step's dims vector (csrc/module.cpp, read_dims); its RoPE rows (dims[7]) are set as the
+    tables fill (``NativeDecodeStep._fill_rope``)."""
     arch, rotary = model.arch, model.rotary
     pools = (storage.full, storage.local) if isinstance(storage, HybridKVStorage) else (storage, storage)
     dims = [arch.hidden_size, arch.num_attention_heads, arch.num_kv_heads, arch.head_dim, arch.intermediate_size,
-            pools[0].num_blocks, storage.block_size, rotary.cos.shape[0], rotary.cos.data_ptr(),
+            pools[0].num_blocks, storage.block_size, 0, rotary.cos.data_ptr(),
             rotary.sin_signed.data_ptr(), model.norm.weight.data_ptr(), int(storage.dtype == torch.float16)]
     window, rotary_dim = arch.sliding_window or 0, rotary.cos.shape[1]  # tables [positions, rotary_dim]
     experts = [arch.num_experts, arch.num_experts_per_tok, arch.moe_intermediate_size, int(arch.norm_topk_prob)] \
