@@ -1,6 +1,7 @@
-"""Tiny random Phi-3 and Mistral models, the two families with a sliding window on every layer,
-shared by the engine, serving and consistency tests: built with transformers, and written as GGUF
-with the gguf package as llama.cpp's converter lays one out (Phi3MiniModel; Mistral as ``llama``)."""
+"""Tiny random models of the families with a sliding window, shared by the engine, serving and
+consistency tests: Phi-3 and Mistral (a window on every layer) and Gemma 3 (windowed layers
+among global ones), built with transformers; Phi-3 and Mistral also written as GGUF with the gguf
+package as llama.cpp's converter lays one out (Phi3MiniModel; Mistral as ``llama``)."""
 
 from __future__ import annotations
 
@@ -39,6 +40,19 @@ def tiny_mistral(window: int = 16):
     config = MistralConfig(**SHAPE, intermediate_size=128, max_position_embeddings=256, tie_word_embeddings=False,
                            sliding_window=window)
     return perturbed(MistralForCausalLM(config), scale=0.1)
+
+
+def tiny_gemma3(query_pre_attn_scalar: int = 48, window: int = 16, layers: int = 7):
+    """Gemma 3's layout: ``layers`` layers, every sixth global and the others windowed, QK norms,
+    256-dim-style heads made small (32), an attention scale from ``query_pre_attn_scalar`` (one
+    other than head_dim's, as an HF config may give)."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+                              num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
+                              sliding_window=window, query_pre_attn_scalar=query_pre_attn_scalar)
+    return perturbed(Gemma3ForCausalLM(config))
 
 
 def write_phi3_gguf(hf_model, path, q8_0: bool = False, tokenizer: gguf.GGUFReader | None = None) -> None:

@@ -14,9 +14,10 @@ import shutil
 import gguf
 import pytest
 import torch
+from decoder_models import tiny_gemma3
 from families import (
     IDS, assert_loop_matches, assert_matches, assert_native_step_matches, compiled_engine, native_step_engine,
-    perturbed, save_folder, step_logits, tokenizer_files, write_gguf_tensors,
+    save_folder, step_logits, tokenizer_files, write_gguf_tensors,
 )
 
 from mcp.compiler.compiler import compile_model
@@ -34,13 +35,7 @@ __all__ = ["tokenizer_files"]  # a fixture
 
 
 def _hf_model(query_pre_attn_scalar: int):
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-
-    torch.manual_seed(0)
-    config = Gemma3TextConfig(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=LAYERS,
-                              num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=256,
-                              sliding_window=WINDOW, query_pre_attn_scalar=query_pre_attn_scalar)
-    return perturbed(Gemma3ForCausalLM(config))
+    return tiny_gemma3(query_pre_attn_scalar, WINDOW, LAYERS)
 
 
 @pytest.fixture(scope="module")

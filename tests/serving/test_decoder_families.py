@@ -1,9 +1,10 @@
-"""Phi-3 and Mistral (with its window) end to end: a tiny random model of each family, compiled,
+"""Phi-3, Mistral (with its window) and Gemma 3 (windowed layers among global ones) end to end: a
+tiny random model of each family, compiled,
 generates through the SDK (``mcp.runtime.Session``), a real ``mcp2026 serve`` over HTTP and its
 gRPC API; the SDK's greedy tokens are transformers' own, and the three give the same text.
 
-The prompt (raw, ~50 tokens) runs past Mistral's window of 16 and past the Phi-3 model's original
-context of 32 (its long LongRoPE factors) and its window of 24.
+The prompt (raw, ~50 tokens) runs past Mistral's and Gemma 3's window of 16 and past the Phi-3
+model's original context of 32 (its long LongRoPE factors) and its window of 24.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from mcp.serving.grpc._gen import inference_pb2 as pb
 from mcp.serving.grpc._gen import inference_pb2_grpc as pb_grpc
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
-from decoder_models import tiny_mistral, tiny_phi3  # noqa: E402
+from decoder_models import tiny_gemma3, tiny_mistral, tiny_phi3  # noqa: E402
 
 PROMPT = ("The river ran past the old mill, and the miller's daughter counted the boats that went by: "
           "one with red sails, one with white sails, and one that carried apples to the town market.")
 NUM_TOKENS = 12
-FAMILIES = {"phi3": lambda: tiny_phi3(longrope=True, original=32, window=24), "mistral": lambda: tiny_mistral(16)}
+FAMILIES = {"phi3": lambda: tiny_phi3(longrope=True, original=32, window=24), "mistral": lambda: tiny_mistral(16),
+            "gemma3": lambda: tiny_gemma3(48, window=16)}
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
