@@ -79,3 +79,20 @@ def test_the_accepted_fields_are_the_published_list_and_our_extensions():
     assert accepted == published.FIELDS | published.EXTENSIONS
     assert published.FIELDS <= set(ResponseCreateParamsBase.__annotations__) | {"stream"}
     assert published.IGNORED | published.STATEFUL <= published.FIELDS
+
+
+def test_a_forced_calls_arguments_take_only_the_declared_keys_unless_the_schema_says():
+    from mcp.serving.tools.grammar_hook import closed
+
+    nested = {"type": "object", "properties": {
+        "where": {"type": "object", "properties": {"city": {"type": "string"}}},
+        "tags": {"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}},
+        "extra": {"type": "object", "properties": {}, "additionalProperties": {"type": "integer"}},
+        "free": {"type": "object"}}}
+    out = closed(nested)
+    assert out["additionalProperties"] is False
+    assert out["properties"]["where"]["additionalProperties"] is False
+    assert out["properties"]["tags"]["items"]["additionalProperties"] is False
+    assert out["properties"]["extra"]["additionalProperties"] == {"type": "integer"}  # said: kept
+    assert "additionalProperties" not in out["properties"]["free"]  # no properties listed: any object
+    assert "additionalProperties" not in nested  # the tool's own schema is not changed

@@ -45,8 +45,32 @@ def tool_call_grammar(family: Family, tools: Sequence[Tool], choice: ToolChoice)
 def _call_schema(tool: Tool, key: str) -> dict[str, Any]:
     """One call of ``tool`` as JSON: its name, then its arguments (in that order)."""
     return {"type": "object", "properties": {"name": {"const": tool.name},
-                                             key: dict(tool.parameters) or {"type": "object"}},
+                                             key: closed(dict(tool.parameters)) or {"type": "object"}},
             "required": ["name", key], "additionalProperties": False}
+
+
+def closed(schema: Any) -> Any:
+    """``schema`` with every object that lists its ``properties`` and says nothing of others
+    closed to them (``additionalProperties: false``), as vLLM's grammar backends do by default:
+    a forced call then ends once its declared arguments are written, instead of a small model
+    going on with keys the function does not take (JSON Schema would allow them). A schema that
+    says ``additionalProperties`` keeps what it says."""
+    if isinstance(schema, list):
+        return [closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: closed(value) if key in _SUBSCHEMAS else value for key, value in schema.items()}
+    for key in ("properties", "patternProperties", "$defs", "definitions"):
+        if isinstance(out.get(key), dict):
+            out[key] = {name: closed(value) for name, value in out[key].items()}
+    if isinstance(schema.get("properties"), dict) and "additionalProperties" not in schema \
+            and "patternProperties" not in schema:
+        out["additionalProperties"] = False
+    return out
+
+
+# keywords whose value is a schema or a list of schemas
+_SUBSCHEMAS = frozenset(("items", "prefixItems", "anyOf", "oneOf", "allOf", "additionalProperties"))
 
 
 def validate_arguments(arguments: Any, schema: Mapping[str, Any]) -> str | None:
