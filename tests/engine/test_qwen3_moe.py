@@ -90,7 +90,7 @@ def test_gguf_matches_transformers(hf_greedy, tmp_path):
     assert_matches(engine, hf_model, hf_greedy)
 
 
-@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built")
+@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built: `pip install -e .` (or `make install`) compiles them")
 def test_q8_0_experts_run_the_native_kernels_as_transformers_on_their_values(hf_greedy, tmp_path):
     """Matrices stored as Q8_0 blocks (the router kept F32, as llama.cpp keeps it) compile as
     grouped int8 and run the native kernels with exact dots; transformers, holding the same
@@ -127,7 +127,7 @@ def _q8_0_engine(hf_model, tmp_path) -> NativeEngine:
         return NativeEngine(model_file, EngineOptions(device="cpu", decode_dots="exact"))
 
 
-@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built")
+@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built: `pip install -e .` (or `make install`) compiles them")
 @pytest.mark.parametrize("moe, mlps", [
     ({"norm_topk_prob": True, "mlp_only_layers": [1]}, [SparseMoE, SwiGLU, SparseMoE]),
     ({"norm_topk_prob": False}, [SparseMoE] * 3),
@@ -144,7 +144,7 @@ def test_native_step_matches_the_torch_modules(moe, mlps, tmp_path):
     assert_native_step_matches(engine, [IDS[:40], IDS[60:73], IDS[10:39]], prefill_chunk=16)
 
 
-@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built")
+@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built: `pip install -e .` (or `make install`) compiles them")
 def test_engine_loop_on_the_native_step_gives_transformers_tokens(hf_greedy, tmp_path):
     """Batched decode of several sequences (one reusing another's prefix) through the engine loop,
     every short step on the native step, gives transformers' greedy tokens on the Q8_0 values."""
@@ -154,7 +154,7 @@ def test_engine_loop_on_the_native_step_gives_transformers_tokens(hf_greedy, tmp
     assert assert_loop_matches(engine, hf_model, hf_greedy) is not None  # the loop's runner ran the native step
 
 
-@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built")
+@pytest.mark.skipif(not native_kernels_built(), reason="the native kernels are not built: `pip install -e .` (or `make install`) compiles them")
 def test_the_native_step_refuses_a_router_it_does_not_read(tmp_path):
     """The step reads a router as its fp32 matrix: a bf16 one sends the model to the torch modules."""
     from mcp.engine.layers.linear import Linear

@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import mmap
-from pathlib import Path
 
 import pytest
 import torch
@@ -49,8 +48,6 @@ def test_tables_filled_in_steps_equal_tables_built_whole(theta):
 
 
 def test_a_short_request_makes_only_its_rows_resident():
-    if "[always]" in Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text():
-        pytest.skip("transparent huge pages for every mapping: a written row makes 2 MiB resident")
     rotary = RotaryEmbedding(_inverse_frequencies(1e6), POSITIONS, torch.float32)
     assert rotary.cos.nbytes == rotary.sin_signed.nbytes == POSITIONS * HEAD_DIM * 4  # 32 MiB each, reserved
     assert _resident_bytes(rotary.cos) == _resident_bytes(rotary.sin_signed) == 0

@@ -128,9 +128,14 @@ def apply_rotary(x: torch.Tensor, angles: tuple[torch.Tensor, torch.Tensor]) -> 
 
 def _reserved(shape: tuple[int, int], dtype: torch.dtype) -> torch.Tensor:
     """A CPU tensor in zeroed pages of its own mapping: none is resident until written (from
-    the C heap, pages freed earlier may be reused and resident already)."""
+    the C heap, pages freed earlier may be reused and resident already). Small pages even where
+    transparent huge pages are on for every mapping: a fill of 512 rows then makes its own
+    pages resident, not 2 MiB of each table."""
     nbytes = math.prod(shape) * dtype.itemsize
-    return torch.frombuffer(mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE), dtype=dtype).view(shape)
+    pages = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE)
+    if hasattr(mmap, "MADV_NOHUGEPAGE"):  # Linux
+        pages.madvise(mmap.MADV_NOHUGEPAGE)
+    return torch.frombuffer(pages, dtype=dtype).view(shape)
 
 
 def _rows(inv_freq: torch.Tensor, start: int, stop: int, scale: float) -> tuple[torch.Tensor, torch.Tensor]:
