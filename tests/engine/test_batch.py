@@ -197,7 +197,11 @@ def test_attention_layout_masks_each_row_to_its_own_keys():
 
 
 @pytest.mark.slow
-def test_compiled_decode_step_gives_the_eager_tokens(engine, prompts_ids):
+def test_compiled_decode_step_gives_the_eager_tokens(tiny_mcp, prompts_ids):
+    """torch.compile's step against the eager one, on the 2-layer model (inductor compiles a
+    graph per layer: the 30-layer default model took ~220 s of a 2-core CI run for the same check)."""
+    with open_model(tiny_mcp) as model_file:
+        engine = NativeEngine(model_file, EngineOptions(device="cpu", precision="fp32"))
     compiled = ContiguousDecoder(engine.model, engine.tokenizer, engine.max_context, compile_step=True)
     chosen = prompts_ids[:3]
     eager = _collect(contiguous_decoder(engine).generate_batch(chosen, GREEDY))
